@@ -1,0 +1,219 @@
+//! The pipeline: one [`Assembler`] per agent, one [`Assembler::build`] per turn.
+//!
+//! ```text
+//! resolve mode → load bootstrap files → load skills and tools → render core
+//! sections → order → fit the token budget → join at the boundary → report
+//! ```
+
+use crate::bootstrap;
+use crate::budget;
+use crate::config::{config_path, Config};
+use crate::core_sections::CoreInputs;
+use crate::error::ProemError;
+use crate::mode::{resolve_mode, Mode, SessionKind};
+use crate::report::{Built, Diagnostic, PluginReport, SectionReport, TokenReport};
+use crate::skills;
+use crate::text::{neutralize, normalize_newlines, one_line};
+use crate::tokens::{TokenCounter, Tokenizer};
+use crate::tools;
+use crate::turn::{parse_timezone, parse_tools, ChatKind, Turn};
+use crate::workspace::{Unavailable, Workspace};
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// Builds prompts for one agent directory.
+pub struct Assembler {
+    workspace: Workspace,
+    config: Config,
+    config_file: PathBuf,
+    config_found: bool,
+}
+
+impl Assembler {
+    /// Opens an agent directory and loads its config: `config` when given
+    /// (it must exist), else `<agent_dir>/proem.toml` when present, else the
+    /// defaults.
+    pub fn open(agent_dir: &Path, config: Option<&Path>) -> Result<Assembler, ProemError> {
+        let workspace = Workspace::open(agent_dir)?;
+        let config_file = config_path(agent_dir, config);
+        let config_found = config.is_some() || config_file.exists();
+        let config = if config_found { Config::load(&config_file)? } else { Config::default() };
+        Ok(Assembler { workspace, config, config_file, config_found })
+    }
+
+    /// An assembler with an already-parsed config.
+    pub fn with_config(agent_dir: &Path, config: Config) -> Result<Assembler, ProemError> {
+        let workspace = Workspace::open(agent_dir)?;
+        Ok(Assembler { config_file: agent_dir.join(crate::config::CONFIG_FILE), workspace, config, config_found: true })
+    }
+
+    /// The config in use.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Builds the prompt for one turn. Reads the workspace; never writes.
+    pub fn build(&self, turn: &Turn) -> Result<Built, ProemError> {
+        let _span = tracing::info_span!("build", agent = %self.workspace.root().display()).entered();
+        let config = &self.config;
+        let mut diagnostics = Vec::new();
+        if !self.config_found {
+            diagnostics.push(Diagnostic::info("config_default", format!("{} not found; using the default configuration", self.config_file.display())));
+        }
+
+        let mode = resolve_mode(turn.mode, turn.session_key.as_deref(), config.agent.mode);
+        let session = turn.session_key.as_deref().map(SessionKind::of_key).unwrap_or(SessionKind::Main);
+        tracing::debug!(%mode, ?session, "mode resolved");
+
+        let files = {
+            let _s = tracing::info_span!("load_files").entered();
+            bootstrap::load(&self.workspace, config, session, &mut diagnostics)
+        };
+        let skills = if matches!(mode, Mode::Full | Mode::Task) {
+            let _s = tracing::info_span!("load_skills").entered();
+            skills::load(&self.workspace, &mut diagnostics)
+        } else {
+            Vec::new()
+        };
+        let raw_tools = match &turn.tools {
+            Some(t) => t.clone(),
+            None => self.tools_from_config()?,
+        };
+        let tools = tools::prepare(&raw_tools, &mut diagnostics);
+
+        let tz_name = turn.timezone.clone().unwrap_or_else(|| "UTC".to_string());
+        let tz = parse_timezone(&tz_name)?;
+        let now = turn.now.map(|n| n.with_timezone(&tz)).unwrap_or_else(|| chrono::Utc::now().with_timezone(&tz));
+        let provider = turn.provider.clone().or_else(|| config.provider.name.clone()).map(|p| one_line(&p, 64)).filter(|p| !p.is_empty());
+        let model = turn.model.clone().or_else(|| config.provider.model.clone()).map(|m| one_line(&m, 96)).filter(|m| !m.is_empty());
+        let tokenizer = match &config.budget.tokenizer {
+            Some(name) => Tokenizer::from_name(name).expect("validated with the config"),
+            None => Tokenizer::for_model(model.as_deref().unwrap_or("")),
+        };
+        let agent_id = one_line(&config.agent_id(self.workspace.root()), 64);
+        let mut owners: Vec<String> = turn.owners.iter().map(|o| one_line(o, 128)).filter(|o| !o.is_empty()).collect();
+        owners.sort();
+        owners.dedup();
+
+        let inputs = CoreInputs {
+            mode,
+            agent_name: config.agent.name.as_deref().map(|n| one_line(n, 64)).filter(|n| !n.is_empty()).unwrap_or_else(|| agent_id.clone()),
+            agent_id,
+            kind: config.agent.kind,
+            config: config.clone(),
+            files,
+            skills,
+            tools,
+            workspace_path: if config.sandbox.enabled {
+                one_line(&config.sandbox.workdir, 200)
+            } else {
+                one_line(&self.workspace.root().display().to_string(), 400)
+            },
+            owners,
+            date: now.format("%Y-%m-%d (%A)").to_string(),
+            timezone: tz.name().to_string(),
+            channel: turn.channel.as_deref().map(clean_channel).filter(|c| !c.is_empty()),
+            chat_kind: turn.chat_kind,
+            group_title: match turn.chat_kind {
+                Some(ChatKind::Group) => turn.group_title.as_deref().map(|t| one_line(&t.replace('"', ""), 100)).filter(|t| !t.is_empty()),
+                _ => None,
+            },
+            extra: turn.extra.as_deref().map(|e| neutralize(normalize_newlines(e).trim())).filter(|e| !e.is_empty()),
+            provider,
+            model,
+        };
+
+        let budget_tokens = turn.budget.unwrap_or(config.budget.tokens);
+        if budget_tokens == 0 {
+            return Err(ProemError::input("--budget", "the token budget must be at least 1"));
+        }
+        let counter = shared_counter(tokenizer);
+        let fitted = {
+            let _s = tracing::info_span!("fit_budget", budget = budget_tokens, tokenizer = tokenizer.name()).entered();
+            budget::fit(&inputs, counter, budget_tokens, &mut diagnostics)?
+        };
+
+        let files = fitted.render.file_reports(&inputs);
+        for f in files.iter().filter(|f| f.truncated && !fitted.knobs.file_caps.contains_key(&f.name)) {
+            let why = if f.raw_chars > config.budget.per_file_chars { "per-file cap" } else { "total file cap" };
+            diagnostics.push(Diagnostic::warn(
+                "file_truncated",
+                format!("{}: {} characters cut to {} ({why}; raise [budget] per_file_chars / total_file_chars to keep more)", f.name, f.raw_chars, f.injected_chars),
+            ));
+        }
+        let plugins = config
+            .plugins
+            .iter()
+            .map(|p| {
+                diagnostics.push(Diagnostic::warn("plugin_not_loaded", format!("plugin {}: this build of proem does not run wasm plugins yet; skipped", p.id)));
+                PluginReport { id: p.id.clone(), status: "skipped".into(), elapsed_us: 0 }
+            })
+            .collect();
+        let sections = fitted
+            .sections
+            .iter()
+            .map(|s| SectionReport {
+                id: s.id.clone(),
+                source: s.source.to_string(),
+                zone: s.zone,
+                chars: crate::text::char_len(&s.body),
+                tokens: counter.count(&s.body),
+                truncated: fitted.render.truncated.contains(&s.id),
+            })
+            .collect();
+        let joined = fitted.joined;
+        let tokens = TokenReport {
+            total: fitted.total_tokens,
+            stable: counter.count(&joined.stable),
+            dynamic: counter.count(&joined.dynamic),
+            budget: budget_tokens,
+        };
+        Ok(Built {
+            stable_hash: sha256_hex(&joined.stable),
+            prompt: joined.prompt,
+            stable: joined.stable,
+            dynamic: joined.dynamic,
+            mode,
+            tokenizer: tokenizer.name().to_string(),
+            tokens,
+            sections,
+            files,
+            plugins,
+            diagnostics,
+        })
+    }
+
+    fn tools_from_config(&self) -> Result<Vec<crate::turn::Tool>, ProemError> {
+        let Some(rel) = &self.config.tools.file else { return Ok(Vec::new()) };
+        let path = self.workspace.root().join(rel);
+        let file = self.workspace.read_text(rel, 16 * 1024 * 1024).map_err(|why| ProemError::Tools {
+            path: path.clone(),
+            message: match why {
+                Unavailable::Missing => "not found (set by [tools] file)".into(),
+                other => other.describe(),
+            },
+        })?;
+        parse_tools(&file.text, &path)
+    }
+}
+
+fn clean_channel(c: &str) -> String {
+    one_line(c, 32).to_lowercase().chars().filter(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')).collect()
+}
+
+/// One counter per tokenizer per process, so memoised counts are shared by
+/// every assembler.
+fn shared_counter(tokenizer: Tokenizer) -> &'static TokenCounter {
+    static O200K: OnceLock<TokenCounter> = OnceLock::new();
+    static CL100K: OnceLock<TokenCounter> = OnceLock::new();
+    match tokenizer {
+        Tokenizer::O200kBase => O200K.get_or_init(|| TokenCounter::new(tokenizer)),
+        Tokenizer::Cl100kBase => CL100K.get_or_init(|| TokenCounter::new(tokenizer)),
+    }
+}
+
+/// Lowercase hex SHA-256.
+pub fn sha256_hex(text: &str) -> String {
+    Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+}

@@ -1,0 +1,223 @@
+//! Bootstrap files: which workspace files are loaded, in what order, and how
+//! they are capped before they reach the prompt.
+//!
+//! Loading happens once per build (or per hook run, later); capping happens
+//! on every render, because the budget stage may shrink a file's cap.
+
+use crate::config::{AgentKind, Config};
+use crate::mode::{Mode, SessionKind};
+use crate::report::{Diagnostic, FileReport};
+use crate::text::{char_len, neutralize, one_line, xml_escape};
+use crate::truncate::head_tail;
+use crate::workspace::{strip_front_matter, Unavailable, Workspace};
+use std::collections::BTreeMap;
+
+/// The standard files, in load order.
+pub const STANDARD_FILES: [&str; 8] =
+    ["AGENTS.md", "SOUL.md", "IDENTITY.md", "USER.md", "TOOLS.md", "HEARTBEAT.md", "BOOTSTRAP.md", "MEMORY.md"];
+
+/// Below this many characters left in the total file cap, no further file is injected.
+pub const MIN_REMAINING_CHARS: usize = 64;
+
+/// One loaded (or missing) bootstrap file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BootstrapFile {
+    /// Workspace-relative name.
+    pub name: String,
+    /// Its text (normalised, front matter stripped, trailing space trimmed),
+    /// or `None` when it is missing or could not be read.
+    pub text: Option<String>,
+}
+
+/// Where a file is rendered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum FileGroup {
+    /// SOUL.md and IDENTITY.md: the persona section (full and task modes).
+    Persona,
+    /// Everything else stable: the project_context section.
+    Project,
+    /// USER.md and HEARTBEAT.md: below the boundary.
+    Dynamic,
+}
+
+/// The group a file name belongs to.
+pub fn group_of(name: &str) -> FileGroup {
+    match name {
+        "SOUL.md" | "IDENTITY.md" => FileGroup::Persona,
+        "USER.md" | "HEARTBEAT.md" => FileGroup::Dynamic,
+        _ => FileGroup::Project,
+    }
+}
+
+/// Loads the bootstrap files for a session: the standard list, then the
+/// configured extra files (sorted), filtered by the sub-agent allowlist.
+pub fn load(ws: &Workspace, config: &Config, session: SessionKind, diagnostics: &mut Vec<Diagnostic>) -> Vec<BootstrapFile> {
+    let mut extras: Vec<&String> = config.bootstrap.extra_files.iter().filter(|n| !STANDARD_FILES.contains(&n.as_str())).collect();
+    extras.sort();
+    extras.dedup();
+    let names = STANDARD_FILES.iter().copied().chain(extras.iter().map(|s| s.as_str()));
+    let allow = &config.bootstrap.subagent_allowlist;
+    let mut files = Vec::new();
+    for name in names {
+        if session.uses_file_allowlist() && !allow.iter().any(|a| a == name) {
+            continue;
+        }
+        let is_extra = !STANDARD_FILES.contains(&name);
+        let mut read = ws.read_text(name, config.bootstrap.max_file_bytes);
+        let mut shown_name = name.to_string();
+        if name == "MEMORY.md" && read == Err(Unavailable::Missing) {
+            let lower = ws.read_text("memory.md", config.bootstrap.max_file_bytes);
+            if lower.is_ok() {
+                read = lower;
+                shown_name = "memory.md".into();
+            }
+        }
+        let text = match read {
+            Ok(file) => {
+                if file.cut_at_limit {
+                    diagnostics.push(Diagnostic::warn(
+                        "file_too_large",
+                        format!("{shown_name}: larger than {} bytes; only the first {} bytes were read", config.bootstrap.max_file_bytes, config.bootstrap.max_file_bytes),
+                    ));
+                }
+                let text = if config.bootstrap.strip_front_matter {
+                    strip_front_matter(&shown_name, file.text, diagnostics)
+                } else {
+                    file.text
+                };
+                Some(text.trim_end().to_string())
+            }
+            Err(Unavailable::Missing) => {
+                if is_extra {
+                    diagnostics.push(Diagnostic::warn("file_missing", format!("{name}: listed in [bootstrap] extra_files but not found")));
+                }
+                None
+            }
+            Err(why) => {
+                diagnostics.push(Diagnostic::warn(why.code(), format!("{name}: {}", why.describe())));
+                None
+            }
+        };
+        files.push(BootstrapFile { name: shown_name, text });
+    }
+    files
+}
+
+/// A file as it is injected this render.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InjectedFile {
+    /// Workspace-relative name.
+    pub name: String,
+    /// Where it goes.
+    pub group: FileGroup,
+    /// The (possibly cut) neutralised text; empty when omitted.
+    pub text: String,
+    /// Report row.
+    pub report: FileReport,
+}
+
+/// Caps and neutralises the files that `mode` renders. Stable files are
+/// capped first, in load order, so per-turn files (USER.md, HEARTBEAT.md)
+/// can never change how much of a stable file fits. `overrides` holds the
+/// budget stage's tighter caps by file name.
+pub fn inject(
+    files: &[BootstrapFile],
+    mode: Mode,
+    config: &Config,
+    overrides: &BTreeMap<String, usize>,
+) -> Vec<InjectedFile> {
+    let persona_shown = matches!(mode, Mode::Full | Mode::Task);
+    let mut order: Vec<(FileGroup, usize)> = files
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| persona_shown || group_of(&f.name) != FileGroup::Persona)
+        .map(|(i, f)| (group_of(&f.name), i))
+        .collect();
+    // Stable groups first; within a group, load order.
+    order.sort_by_key(|&(g, i)| (g == FileGroup::Dynamic, i));
+    let b = &config.budget;
+    let mut remaining = b.total_file_chars;
+    let mut out = Vec::with_capacity(order.len());
+    for (group, i) in order {
+        let file = &files[i];
+        let mut report = FileReport { name: file.name.clone(), raw_chars: 0, injected_chars: 0, truncated: false, missing: file.text.is_none() };
+        let mut text = String::new();
+        if let Some(raw) = &file.text {
+            let safe = neutralize(raw);
+            report.raw_chars = char_len(raw);
+            let mut cap = b.per_file_chars.min(remaining);
+            if let Some(o) = overrides.get(&file.name) {
+                cap = cap.min(*o);
+            }
+            if remaining < MIN_REMAINING_CHARS && !safe.is_empty() {
+                cap = 0;
+            }
+            let cut = head_tail(&safe, cap, b.head_ratio, b.tail_ratio, &one_line(&file.name, 80));
+            report.truncated = cut.truncated;
+            report.injected_chars = char_len(&cut.text);
+            remaining = remaining.saturating_sub(report.injected_chars);
+            text = cut.text;
+        }
+        out.push(InjectedFile { name: file.name.clone(), group, text, report });
+    }
+    out
+}
+
+/// Wraps one file for the prompt: a heading and an XML-ish wrapper whose
+/// closing tag the content cannot forge (it was neutralised).
+pub fn wrap(file: &InjectedFile, kind: AgentKind) -> String {
+    let tag = match kind {
+        AgentKind::Predefined if !matches!(file.name.as_str(), "USER.md" | "BOOTSTRAP.md") => "internal_config",
+        _ => "context_file",
+    };
+    let heading = one_line(&file.name, 120);
+    format!("### {heading}\n<{tag} name=\"{}\">\n{}\n</{tag}>", xml_escape(&heading), file.text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(name: &str, len: usize) -> BootstrapFile {
+        BootstrapFile { name: name.into(), text: Some("x".repeat(len)) }
+    }
+
+    #[test]
+    fn groups() {
+        assert_eq!(group_of("SOUL.md"), FileGroup::Persona);
+        assert_eq!(group_of("USER.md"), FileGroup::Dynamic);
+        assert_eq!(group_of("notes/extra.md"), FileGroup::Project);
+    }
+
+    #[test]
+    fn total_cap_is_spent_on_stable_files_first() {
+        let mut config = Config::default();
+        config.budget.per_file_chars = 1000;
+        config.budget.total_file_chars = 1500;
+        let files = vec![file("AGENTS.md", 900), file("USER.md", 900), file("MEMORY.md", 900)];
+        let out = inject(&files, Mode::Full, &config, &BTreeMap::new());
+        let names: Vec<&str> = out.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["AGENTS.md", "MEMORY.md", "USER.md"]);
+        assert_eq!(out[0].report.injected_chars, 900);
+        assert!(out[1].report.truncated && out[1].report.injected_chars <= 600);
+        let total: usize = out.iter().map(|f| f.report.injected_chars).sum();
+        assert!(total <= 1500, "{total}");
+    }
+
+    #[test]
+    fn persona_files_leave_in_minimal_mode() {
+        let files = vec![file("SOUL.md", 10), file("AGENTS.md", 10)];
+        let out = inject(&files, Mode::Minimal, &Config::default(), &BTreeMap::new());
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].name, "AGENTS.md");
+    }
+
+    #[test]
+    fn wrappers_by_kind() {
+        let f = InjectedFile { name: "AGENTS.md".into(), group: FileGroup::Project, text: "hi".into(), report: FileReport { name: "AGENTS.md".into(), raw_chars: 2, injected_chars: 2, truncated: false, missing: false } };
+        assert!(wrap(&f, AgentKind::Open).contains("<context_file name=\"AGENTS.md\">\nhi\n</context_file>"));
+        assert!(wrap(&f, AgentKind::Predefined).contains("</internal_config>"));
+        let user = InjectedFile { name: "USER.md".into(), ..f };
+        assert!(wrap(&user, AgentKind::Predefined).contains("</context_file>"));
+    }
+}

@@ -1,0 +1,174 @@
+//! Fitting the prompt to its token budget.
+//!
+//! The prompt is rendered, counted exactly, and while it is over budget one
+//! knob is turned and it is rendered again. Knobs turn in DESIGN.md's order:
+//! the extra prompt (shortened, then dropped), skills (compact form, then
+//! fewer), context files (largest first, per-turn files before stable ones),
+//! then other optional sections (last in the prompt first). Protected
+//! sections are never touched; if they alone exceed the budget the build
+//! fails saying by how much.
+
+use crate::bootstrap::FileGroup;
+use crate::core_sections::{self, CoreInputs, CoreRender, Knobs};
+use crate::error::ProemError;
+use crate::render::{join, order, Joined};
+use crate::report::Diagnostic;
+use crate::section::{ids, CutClass, Section};
+use crate::skills::SkillsForm;
+use crate::tokens::TokenCounter;
+
+/// Renders before the budget stage gives up (each turn of a knob shrinks the
+/// prompt, so real builds need a handful).
+const MAX_STEPS: usize = 400;
+/// A file cut below this many characters is dropped instead.
+const MIN_FILE_CHARS: usize = 200;
+/// An extra prompt cut below this many characters is dropped instead.
+const MIN_EXTRA_CHARS: usize = 200;
+
+/// A prompt that fits.
+#[derive(Debug, Clone)]
+pub struct Fitted {
+    /// The last render of the core sections.
+    pub render: CoreRender,
+    /// All sections, in prompt order.
+    pub sections: Vec<Section>,
+    /// The joined prompt.
+    pub joined: Joined,
+    /// Exact tokens of `joined.prompt`.
+    pub total_tokens: usize,
+    /// The knobs that made it fit.
+    pub knobs: Knobs,
+}
+
+/// Renders and cuts until the prompt fits `budget` tokens.
+pub fn fit(inputs: &CoreInputs, counter: &TokenCounter, budget: usize, diagnostics: &mut Vec<Diagnostic>) -> Result<Fitted, ProemError> {
+    let untouched = Knobs::untouched(inputs);
+    let mut knobs = untouched.clone();
+    for step in 0..MAX_STEPS {
+        let render = core_sections::render(inputs, &knobs);
+        let mut sections = render.sections.clone();
+        order(&mut sections);
+        let joined = join(&sections);
+        let total = counter.count(&joined.prompt);
+        if total <= budget {
+            report_cuts(inputs, &untouched, &knobs, diagnostics);
+            return Ok(Fitted { render, sections, joined, total_tokens: total, knobs });
+        }
+        if step == 0 {
+            let needed = protected_tokens(&sections, counter);
+            if needed > budget {
+                return Err(ProemError::BudgetTooSmall { needed, budget, over: needed - budget });
+            }
+        }
+        if !turn_one_knob(&render, &sections, &mut knobs, total - budget, counter) {
+            break;
+        }
+    }
+    // Every optional section is gone and it still does not fit.
+    let render = core_sections::render(inputs, &knobs);
+    let mut sections = render.sections;
+    order(&mut sections);
+    let needed = protected_tokens(&sections, counter);
+    Err(ProemError::BudgetTooSmall { needed, budget, over: needed.saturating_sub(budget) })
+}
+
+/// Tokens of a prompt made of the protected sections alone.
+fn protected_tokens(sections: &[Section], counter: &TokenCounter) -> usize {
+    let protected: Vec<Section> = sections.iter().filter(|s| s.protected).cloned().collect();
+    counter.count(&join(&protected).prompt)
+}
+
+/// Turns the first knob that can still shrink the prompt. `false` when none can.
+fn turn_one_knob(render: &CoreRender, sections: &[Section], knobs: &mut Knobs, excess: usize, counter: &TokenCounter) -> bool {
+    let present = |class: CutClass| sections.iter().filter(move |s| s.cut_class() == Some(class));
+
+    if let Some(extra) = present(CutClass::ExtraContext).next() {
+        let tokens = counter.count(&extra.body).max(1);
+        let chars = crate::text::char_len(&extra.body);
+        let current = knobs.extra_chars.unwrap_or(chars);
+        let keep = (current as f64 * (tokens.saturating_sub(excess + 32)) as f64 / tokens as f64) as usize;
+        if tokens > excess + 32 && keep >= MIN_EXTRA_CHARS && keep < current {
+            knobs.extra_chars = Some(keep);
+        } else {
+            knobs.dropped.insert(ids::EXTRA_CONTEXT.into());
+        }
+        return true;
+    }
+
+    if let Some(skills) = present(CutClass::Skills).next() {
+        if knobs.skills_form == SkillsForm::Full {
+            knobs.skills_form = SkillsForm::Compact;
+        } else if knobs.skills_count > 0 {
+            let per_skill = (counter.count(&skills.body) / knobs.skills_count).max(1);
+            let remove = excess.div_ceil(per_skill) + 1;
+            knobs.skills_count = knobs.skills_count.saturating_sub(remove);
+        } else {
+            knobs.dropped.insert(ids::SKILLS.into());
+        }
+        return true;
+    }
+
+    // Largest file first, per-turn files before stable ones.
+    let candidate = render
+        .files
+        .iter()
+        .filter(|f| f.report.injected_chars > 0 && sections.iter().any(|s| s.id == group_section(f.group)))
+        .max_by_key(|f| (f.group == FileGroup::Dynamic, f.report.injected_chars, std::cmp::Reverse(f.name.clone())));
+    if let Some(file) = candidate {
+        let chars = file.report.injected_chars;
+        let tokens = counter.count(&file.text).max(1);
+        let chars_per_token = chars as f64 / tokens as f64;
+        let reduce = ((excess as f64 * chars_per_token * 1.1) as usize + 64).max(chars / 4);
+        let new_cap = chars.saturating_sub(reduce);
+        knobs.file_caps.insert(file.name.clone(), if new_cap < MIN_FILE_CHARS { 0 } else { new_cap });
+        return true;
+    }
+
+    // Other optional sections (and empty file sections): the last one first.
+    if let Some(last) = sections.iter().rev().find(|s| s.cut_class().is_some()) {
+        knobs.dropped.insert(last.id.clone());
+        return true;
+    }
+    false
+}
+
+fn group_section(group: FileGroup) -> &'static str {
+    match group {
+        FileGroup::Persona => ids::PERSONA,
+        FileGroup::Project => ids::PROJECT_CONTEXT,
+        FileGroup::Dynamic => ids::DYNAMIC_FILES,
+    }
+}
+
+/// One diagnostic per knob the budget turned.
+fn report_cuts(inputs: &CoreInputs, untouched: &Knobs, knobs: &Knobs, diagnostics: &mut Vec<Diagnostic>) {
+    if knobs == untouched {
+        return;
+    }
+    if knobs.dropped.contains(ids::EXTRA_CONTEXT) {
+        diagnostics.push(Diagnostic::warn("budget_extra_dropped", "the extra prompt was left out to fit the token budget"));
+    } else if let Some(n) = knobs.extra_chars {
+        diagnostics.push(Diagnostic::warn("budget_extra_shortened", format!("the extra prompt was shortened to its first {n} characters to fit the token budget")));
+    }
+    let total = inputs.skills.len();
+    if knobs.dropped.contains(ids::SKILLS) {
+        diagnostics.push(Diagnostic::warn("budget_skills_dropped", format!("the skills section ({total} skills) was left out to fit the token budget")));
+    } else if knobs.skills_count < total {
+        diagnostics.push(Diagnostic::warn("budget_skills_limited", format!("skills: included {} of {total}, compact form, to fit the token budget", knobs.skills_count)));
+    } else if knobs.skills_form == SkillsForm::Compact {
+        diagnostics.push(Diagnostic::warn("budget_skills_compact", format!("skills: all {total} listed in compact form (no descriptions) to fit the token budget")));
+    }
+    for (name, cap) in &knobs.file_caps {
+        let message = if *cap == 0 {
+            format!("{name}: left out to fit the token budget")
+        } else {
+            format!("{name}: cut to at most {cap} characters to fit the token budget")
+        };
+        diagnostics.push(Diagnostic::warn("budget_file_shrunk", message));
+    }
+    for id in &knobs.dropped {
+        if id != ids::EXTRA_CONTEXT && id != ids::SKILLS {
+            diagnostics.push(Diagnostic::warn("budget_section_dropped", format!("section {id} was left out to fit the token budget")));
+        }
+    }
+}

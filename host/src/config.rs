@@ -1,0 +1,466 @@
+//! `proem.toml`: the agent's configuration.
+//!
+//! Every key has a default, so an empty file (or no file) is valid. Unknown
+//! keys and wrong types are errors naming the file, the key and the line:
+//! a typo must never silently fall back to a default.
+
+use crate::error::ProemError;
+use crate::mode::Mode;
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+/// The file name looked up in the agent directory.
+pub const CONFIG_FILE: &str = "proem.toml";
+
+/// The whole configuration.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// `[agent]`
+    pub agent: AgentConfig,
+    /// `[provider]`
+    pub provider: ProviderConfig,
+    /// `[budget]`
+    pub budget: BudgetConfig,
+    /// `[bootstrap]`
+    pub bootstrap: BootstrapConfig,
+    /// `[tools]`
+    pub tools: ToolsConfig,
+    /// `[sandbox]`
+    pub sandbox: SandboxConfig,
+    /// `[runtime]`
+    pub runtime: RuntimeConfig,
+    /// `[[plugins]]`
+    pub plugins: Vec<PluginConfig>,
+}
+
+/// Open agents treat their files as user-editable context; predefined agents
+/// treat them as operator configuration.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum AgentKind {
+    /// Files wrapped in `<context_file>`.
+    #[default]
+    Open,
+    /// Files wrapped in `<internal_config>` (USER.md and BOOTSTRAP.md excepted).
+    Predefined,
+}
+
+/// `[agent]`
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct AgentConfig {
+    /// Agent id; defaults to the agent directory's name.
+    pub id: Option<String>,
+    /// Display name used in the identity line; defaults to the id.
+    pub name: Option<String>,
+    /// `open` (default) or `predefined`.
+    pub kind: AgentKind,
+    /// Default mode; `full` when unset.
+    pub mode: Option<Mode>,
+}
+
+/// `[provider]`
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ProviderConfig {
+    /// Provider name (`openai`, `anthropic`, …): selects overlays.
+    pub name: Option<String>,
+    /// Model id: selects overlays and the tokenizer.
+    pub model: Option<String>,
+}
+
+/// `[budget]`
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct BudgetConfig {
+    /// Whole-prompt token budget (default 24000).
+    pub tokens: usize,
+    /// Per-file character cap (default 20000).
+    pub per_file_chars: usize,
+    /// Cap on all injected file characters together (default 60000).
+    pub total_file_chars: usize,
+    /// Share of a truncated file's cap kept from its start (default 0.7).
+    pub head_ratio: f64,
+    /// Share of a truncated file's cap kept from its end (default 0.2).
+    pub tail_ratio: f64,
+    /// `o200k_base` or `cl100k_base`; chosen from the model when unset.
+    pub tokenizer: Option<String>,
+}
+
+impl Default for BudgetConfig {
+    fn default() -> Self {
+        BudgetConfig {
+            tokens: 24_000,
+            per_file_chars: 20_000,
+            total_file_chars: 60_000,
+            head_ratio: 0.7,
+            tail_ratio: 0.2,
+            tokenizer: None,
+        }
+    }
+}
+
+/// `[bootstrap]`
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct BootstrapConfig {
+    /// More workspace files to inject, relative to the agent directory.
+    pub extra_files: Vec<String>,
+    /// The files sub-agent and cron sessions keep (default AGENTS.md, TOOLS.md).
+    pub subagent_allowlist: Vec<String>,
+    /// Strip a leading YAML front matter block (default true).
+    pub strip_front_matter: bool,
+    /// Bytes read from one file at most (default 2 MiB); the rest is ignored
+    /// with a diagnostic.
+    pub max_file_bytes: usize,
+}
+
+impl Default for BootstrapConfig {
+    fn default() -> Self {
+        BootstrapConfig {
+            extra_files: Vec::new(),
+            subagent_allowlist: vec!["AGENTS.md".into(), "TOOLS.md".into()],
+            strip_front_matter: true,
+            max_file_bytes: 2 * 1024 * 1024,
+        }
+    }
+}
+
+/// `[tools]`
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ToolsConfig {
+    /// A tools JSON file relative to the agent directory, used when the turn
+    /// gives none (`--tools` wins).
+    pub file: Option<String>,
+    /// The provider calls tools natively (default true). When false, the
+    /// `tool_protocol` section teaches the `<tool_call>` text protocol.
+    pub native_calling: bool,
+}
+
+impl Default for ToolsConfig {
+    fn default() -> Self {
+        ToolsConfig { file: None, native_calling: true }
+    }
+}
+
+/// `[sandbox]`: how the agent's own tools run (not proem's plugin sandbox).
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct SandboxConfig {
+    /// The agent's tools run in a container (default false).
+    pub enabled: bool,
+    /// The working directory inside the container (default `/workspace`).
+    pub workdir: String,
+    /// Free text appended to the sandbox section.
+    pub notes: Option<String>,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        SandboxConfig { enabled: false, workdir: "/workspace".into(), notes: None }
+    }
+}
+
+/// `[runtime]`: fields of the runtime line.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct RuntimeConfig {
+    /// Host name shown in the runtime line; omitted when unset.
+    pub host: Option<String>,
+    /// Channel capabilities (lowercased, sorted, deduplicated in the line).
+    pub capabilities: Vec<String>,
+}
+
+/// One `[[plugins]]` entry.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PluginConfig {
+    /// The plugin's id.
+    pub id: String,
+    /// `builtin:<id>` for an official plugin.
+    pub source: Option<String>,
+    /// A `.wasm` component, relative to the agent directory.
+    pub path: Option<String>,
+    /// Capabilities granted, e.g. `workspace-read`.
+    #[serde(default)]
+    pub grants: Vec<String>,
+    /// Plugin-specific settings, passed to the plugin as JSON.
+    #[serde(default)]
+    pub config: Option<toml::Table>,
+    /// A failure of this plugin fails the build (default false).
+    #[serde(default)]
+    pub required: bool,
+}
+
+impl Config {
+    /// Reads and validates a config file.
+    pub fn load(path: &Path) -> Result<Config, ProemError> {
+        let source = std::fs::read(path).map_err(|e| {
+            ProemError::config(path, None, None, format!("cannot read the config file: {e}"))
+        })?;
+        let source = String::from_utf8(source)
+            .map_err(|_| ProemError::config(path, None, None, "the config file is not valid UTF-8"))?;
+        Config::parse(&source, path)
+    }
+
+    /// Parses and validates config text; `path` only labels errors.
+    pub fn parse(source: &str, path: &Path) -> Result<Config, ProemError> {
+        let config: Config = toml::from_str(source).map_err(|e| {
+            let (line, key) = match e.span() {
+                Some(span) => locate_span(source, span.start),
+                None => (None, None),
+            };
+            ProemError::config(path, line, key, e.message().trim().to_string())
+        })?;
+        config.validate(source, path)?;
+        Ok(config)
+    }
+
+    fn validate(&self, source: &str, path: &Path) -> Result<(), ProemError> {
+        let fail = |table: &str, key: &str, message: String| {
+            let line = locate_key(source, table, key);
+            Err(ProemError::config(path, line, Some(format!("{table}.{key}")), message))
+        };
+        let b = &self.budget;
+        for (key, ratio) in [("head_ratio", b.head_ratio), ("tail_ratio", b.tail_ratio)] {
+            if !(0.0..=1.0).contains(&ratio) || ratio.is_nan() {
+                return fail("budget", key, format!("{ratio} is outside 0.0..=1.0"));
+            }
+        }
+        if b.head_ratio + b.tail_ratio > 1.0 {
+            return fail(
+                "budget",
+                "tail_ratio",
+                format!("head_ratio + tail_ratio is {}, more than 1.0", b.head_ratio + b.tail_ratio),
+            );
+        }
+        if b.head_ratio + b.tail_ratio <= 0.0 {
+            return fail("budget", "head_ratio", "head_ratio and tail_ratio are both 0: nothing would be kept of a long file".into());
+        }
+        if b.tokens == 0 {
+            return fail("budget", "tokens", "the token budget must be at least 1".into());
+        }
+        if let Some(t) = &b.tokenizer {
+            if crate::tokens::Tokenizer::from_name(t).is_none() {
+                return fail("budget", "tokenizer", format!("unknown tokenizer {t:?}: expected o200k_base or cl100k_base"));
+            }
+        }
+        for (key, list) in [("extra_files", &self.bootstrap.extra_files), ("subagent_allowlist", &self.bootstrap.subagent_allowlist)] {
+            for name in list {
+                if let Err(why) = check_relative_path(name) {
+                    return fail("bootstrap", key, format!("{name:?}: {why}"));
+                }
+            }
+        }
+        if let Some(file) = &self.tools.file {
+            if let Err(why) = check_relative_path(file) {
+                return fail("tools", "file", format!("{file:?}: {why}"));
+            }
+        }
+        let mut ids: Vec<&str> = Vec::new();
+        for p in &self.plugins {
+            let line = locate_plugin(source, &p.id);
+            let err = |message: String| Err(ProemError::config(path, line, Some(format!("plugins.{}", p.id)), message));
+            if p.id.trim().is_empty() {
+                return err("a plugin needs a non-empty id".into());
+            }
+            if ids.contains(&p.id.as_str()) {
+                return err(format!("plugin id {:?} is configured twice", p.id));
+            }
+            ids.push(&p.id);
+            match (&p.source, &p.path) {
+                (Some(_), Some(_)) => return err("give either source or path, not both".into()),
+                (None, None) => return err("give source = \"builtin:<id>\" or path = \"<file>.wasm\"".into()),
+                (Some(s), None) if !s.starts_with("builtin:") => {
+                    return err(format!("source {s:?} must look like \"builtin:<id>\""))
+                }
+                (None, Some(file)) => {
+                    if let Err(why) = check_relative_path(file) {
+                        return err(format!("path {file:?}: {why}"));
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// The agent id: configured, else the directory name, else `agent`.
+    pub fn agent_id(&self, agent_dir: &Path) -> String {
+        self.agent
+            .id
+            .clone()
+            .or_else(|| agent_dir.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| "agent".to_string())
+    }
+}
+
+/// Where the config for an agent directory lives: `--config` or `<dir>/proem.toml`.
+pub fn config_path(agent_dir: &Path, explicit: Option<&Path>) -> PathBuf {
+    explicit.map(Path::to_path_buf).unwrap_or_else(|| agent_dir.join(CONFIG_FILE))
+}
+
+/// A workspace-relative path: no absolute paths, no `..`, not empty.
+pub fn check_relative_path(name: &str) -> Result<(), &'static str> {
+    let p = Path::new(name);
+    if name.trim().is_empty() {
+        return Err("empty path");
+    }
+    if p.is_absolute() || name.starts_with('/') || name.starts_with('\\') {
+        return Err("must be relative to the agent directory");
+    }
+    if p.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
+        return Err("must not contain `..`");
+    }
+    if name.contains('\0') {
+        return Err("contains a NUL byte");
+    }
+    Ok(())
+}
+
+/// The 1-based line of byte `offset` and the dotted key written on that line.
+fn locate_span(source: &str, offset: usize) -> (Option<usize>, Option<String>) {
+    let offset = offset.min(source.len());
+    let line_no = source[..offset].matches('\n').count() + 1;
+    let line = source.lines().nth(line_no - 1).unwrap_or("");
+    let table = table_above(source, line_no);
+    let key = line.split_once('=').map(|(k, _)| k.trim().trim_matches('"').to_string()).filter(|k| !k.is_empty() && !k.starts_with('['));
+    let key = match (table, key) {
+        (Some(t), Some(k)) => Some(format!("{t}.{k}")),
+        (None, Some(k)) => Some(k),
+        (Some(t), None) => Some(t),
+        (None, None) => None,
+    };
+    (Some(line_no), key)
+}
+
+/// The `[table]` (or `[[table]]`) header governing line `line_no`.
+fn table_above(source: &str, line_no: usize) -> Option<String> {
+    source
+        .lines()
+        .take(line_no)
+        .filter_map(|l| {
+            let l = l.trim();
+            l.strip_prefix("[[")
+                .and_then(|r| r.split_once("]]"))
+                .or_else(|| l.strip_prefix('[').and_then(|r| r.split_once(']')))
+                .map(|(name, _)| name.trim().to_string())
+        })
+        .last()
+}
+
+/// The line where `key` is set inside `[table]`, if it is written there.
+fn locate_key(source: &str, table: &str, key: &str) -> Option<usize> {
+    let mut current: Option<String> = None;
+    for (i, line) in source.lines().enumerate() {
+        let t = line.trim();
+        if t.starts_with('[') {
+            current = table_above(t, 1);
+            continue;
+        }
+        if current.as_deref() == Some(table) {
+            if let Some((k, _)) = t.split_once('=') {
+                if k.trim().trim_matches('"') == key {
+                    return Some(i + 1);
+                }
+            }
+        }
+    }
+    None
+}
+
+/// The line of the `id = "<id>"` key of a `[[plugins]]` entry.
+fn locate_plugin(source: &str, id: &str) -> Option<usize> {
+    source.lines().position(|l| {
+        l.split_once('=').is_some_and(|(k, v)| k.trim() == "id" && v.trim().trim_matches('"') == id)
+    }).map(|i| i + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> Result<Config, ProemError> {
+        Config::parse(s, Path::new("agent/proem.toml"))
+    }
+
+    #[test]
+    fn empty_config_is_all_defaults() {
+        let c = parse("").unwrap();
+        assert_eq!(c, Config::default());
+        assert_eq!(c.budget.tokens, 24_000);
+        assert_eq!(c.budget.per_file_chars, 20_000);
+        assert_eq!(c.bootstrap.subagent_allowlist, ["AGENTS.md", "TOOLS.md"]);
+    }
+
+    #[test]
+    fn design_example_parses() {
+        let c = parse(
+            r#"
+[agent]
+id = "marlow"
+kind = "open"
+mode = "full"
+
+[provider]
+name = "openai"
+model = "gpt-5.1"
+
+[budget]
+tokens = 24000
+per_file_chars = 20000
+total_file_chars = 60000
+head_ratio = 0.7
+tail_ratio = 0.2
+
+[[plugins]]
+id = "hardware-access"
+source = "builtin:hardware-access"
+grants = []
+config = { patterns = ["gpio_*", "i2c_*"] }
+"#,
+        )
+        .unwrap();
+        assert_eq!(c.agent.id.as_deref(), Some("marlow"));
+        assert_eq!(c.agent.mode, Some(Mode::Full));
+        assert_eq!(c.plugins.len(), 1);
+        assert!(c.plugins[0].config.as_ref().unwrap().contains_key("patterns"));
+    }
+
+    #[test]
+    fn unknown_key_names_file_key_and_line() {
+        let err = parse("[agent]\nid = \"a\"\n\n[budget]\ntokenz = 5\n").unwrap_err().to_string();
+        assert!(err.starts_with("agent/proem.toml:5:"), "{err}");
+        assert!(err.contains("budget.tokenz"), "{err}");
+        assert!(err.contains("unknown field"), "{err}");
+    }
+
+    #[test]
+    fn wrong_type_names_file_key_and_line() {
+        let err = parse("[budget]\n\ntokens = \"lots\"\n").unwrap_err().to_string();
+        assert!(err.starts_with("agent/proem.toml:3:"), "{err}");
+        assert!(err.contains("budget.tokens"), "{err}");
+    }
+
+    #[test]
+    fn bad_values_are_located() {
+        let err = parse("[budget]\nhead_ratio = 0.9\ntail_ratio = 0.3\n").unwrap_err().to_string();
+        assert!(err.contains(":3:") && err.contains("budget.tail_ratio"), "{err}");
+        let err = parse("[agent]\nmode = \"loud\"\n").unwrap_err().to_string();
+        assert!(err.contains(":2:") && err.contains("agent.mode"), "{err}");
+        let err = parse("[bootstrap]\nextra_files = [\"../secrets.md\"]\n").unwrap_err().to_string();
+        assert!(err.contains("..") && err.contains("bootstrap.extra_files"), "{err}");
+        let err = parse("[[plugins]]\nid = \"x\"\nsource = \"http://evil\"\n").unwrap_err().to_string();
+        assert!(err.contains(":2:") && err.contains("builtin:"), "{err}");
+    }
+
+    #[test]
+    fn relative_paths() {
+        assert!(check_relative_path("notes/a.md").is_ok());
+        assert!(check_relative_path("/etc/passwd").is_err());
+        assert!(check_relative_path("a/../../b").is_err());
+        assert!(check_relative_path(" ").is_err());
+    }
+}

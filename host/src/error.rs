@@ -1,0 +1,67 @@
+//! The errors a build can end with. Each one names the file or input at fault
+//! and what is wrong with it; the CLI prints it and exits with status 1.
+
+use std::path::PathBuf;
+
+/// A build that could not produce a prompt.
+#[derive(Debug, thiserror::Error)]
+pub enum ProemError {
+    /// `proem.toml` (or `--config FILE`) is unreadable or invalid.
+    #[error("{}{}: {}{message}", file.display(), line.map(|l| format!(":{l}")).unwrap_or_default(), key.as_ref().map(|k| format!("key `{k}`: ")).unwrap_or_default())]
+    Config {
+        /// The config file.
+        file: PathBuf,
+        /// 1-based line of the offending key, when known.
+        line: Option<usize>,
+        /// Dotted key path, when known (`budget.tokens`).
+        key: Option<String>,
+        /// What is wrong.
+        message: String,
+    },
+    /// The agent directory does not exist or cannot be opened.
+    #[error("agent directory {}: {message}", path.display())]
+    AgentDir {
+        /// The directory given.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// The tools file (`--tools` or `[tools] file`) is unreadable or invalid.
+    #[error("tools file {}: {message}", path.display())]
+    Tools {
+        /// The tools file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// A per-turn input (flag or request field) is invalid.
+    #[error("{input}: {message}")]
+    Input {
+        /// The input's name, e.g. `--now`.
+        input: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The protected sections alone do not fit the token budget.
+    #[error("token budget of {budget} is too small: the protected sections (identity, tooling, safety, workspace) and the cache boundary need {needed} tokens, {over} over the budget; raise [budget] tokens or --budget to at least {needed}")]
+    BudgetTooSmall {
+        /// Tokens the protected part needs.
+        needed: usize,
+        /// The budget.
+        budget: usize,
+        /// `needed - budget`.
+        over: usize,
+    },
+}
+
+impl ProemError {
+    /// A config error located at a line and key.
+    pub fn config(file: impl Into<PathBuf>, line: Option<usize>, key: Option<String>, message: impl Into<String>) -> Self {
+        ProemError::Config { file: file.into(), line, key, message: message.into() }
+    }
+
+    /// A bad per-turn input.
+    pub fn input(input: impl Into<String>, message: impl Into<String>) -> Self {
+        ProemError::Input { input: input.into(), message: message.into() }
+    }
+}

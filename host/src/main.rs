@@ -1,0 +1,152 @@
+//! The `proem` command line.
+
+use clap::{Args, Parser, Subcommand};
+use proem_host::render::{format, Format};
+use proem_host::turn::{load_tools_file, parse_now};
+use proem_host::{inspect, Assembler, ChatKind, Mode, ProemError, Turn};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Assemble an LLM agent's system prompt from its workspace: deterministic,
+/// fitted to an exact token budget, split at a prompt-cache boundary.
+#[derive(Parser)]
+#[command(name = "proem", version, about, long_about = None, after_help = "\
+Exit status: 0 built, 1 bad input (the message names the file and the problem), 2 usage error.
+Logs go to stderr; set PROEM_LOG (or RUST_LOG) to e.g. debug or proem_host=trace.")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Build the system prompt for one turn and print it.
+    Build {
+        #[command(flatten)]
+        turn: TurnArgs,
+        /// Output: the prompt text, the full JSON report, Anthropic system
+        /// blocks (cache_control on the stable block), or one OpenAI system
+        /// message (marker removed).
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
+    /// Build, then show where every character and token came from: sections
+    /// and files largest first, with the stable and dynamic totals.
+    Inspect {
+        #[command(flatten)]
+        turn: TurnArgs,
+    },
+}
+
+#[derive(Args)]
+struct TurnArgs {
+    /// The agent directory (workspace files, skills/, proem.toml).
+    #[arg(value_name = "AGENT_DIR")]
+    agent_dir: PathBuf,
+    /// Config file to use instead of AGENT_DIR/proem.toml.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Force a prompt mode (otherwise: session key, then config, then full).
+    #[arg(long, value_name = "MODE", value_parser = parse_mode)]
+    mode: Option<Mode>,
+    /// Session key; `…:heartbeat…` caps the mode at minimal, `…:subagent:…`
+    /// and `…:cron:…` at task and keep only the sub-agent file allowlist.
+    #[arg(long, value_name = "KEY")]
+    session_key: Option<String>,
+    /// Provider name (overrides [provider] name).
+    #[arg(long, value_name = "P")]
+    provider: Option<String>,
+    /// Model id (overrides [provider] model; picks the tokenizer).
+    #[arg(long, value_name = "M")]
+    model: Option<String>,
+    /// Channel the message came from (telegram, slack, …).
+    #[arg(long, value_name = "C")]
+    channel: Option<String>,
+    /// Direct message or group chat.
+    #[arg(long, value_name = "KIND", value_parser = ["direct", "group"])]
+    chat_kind: Option<String>,
+    /// Title of the group chat.
+    #[arg(long, value_name = "T")]
+    group_title: Option<String>,
+    /// Extra system prompt for this turn.
+    #[arg(long, value_name = "TEXT")]
+    extra: Option<String>,
+    /// An owner's sender id (repeat for several).
+    #[arg(long = "owner", value_name = "ID")]
+    owners: Vec<String>,
+    /// Tools JSON file: a list of {name, description, parameters} (overrides [tools] file).
+    #[arg(long, value_name = "FILE")]
+    tools: Option<PathBuf>,
+    /// The turn's time, RFC 3339 (default: now). Only the date reaches the prompt.
+    #[arg(long, value_name = "RFC3339")]
+    now: Option<String>,
+    /// IANA time zone for the date (default: UTC).
+    #[arg(long, value_name = "TZ")]
+    timezone: Option<String>,
+    /// Whole-prompt token budget (overrides [budget] tokens).
+    #[arg(long, value_name = "TOKENS")]
+    budget: Option<usize>,
+}
+
+fn parse_mode(s: &str) -> Result<Mode, String> {
+    s.parse()
+}
+
+fn main() -> ExitCode {
+    init_logging();
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(out) => {
+            print!("{out}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("proem: error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<String, ProemError> {
+    match cli.command {
+        Command::Build { turn, format: f } => {
+            let built = build(&turn)?;
+            let mut out = format(&built, f);
+            if f == Format::Json {
+                out.push('\n');
+            }
+            Ok(out)
+        }
+        Command::Inspect { turn } => Ok(inspect::table(&build(&turn)?)),
+    }
+}
+
+fn build(args: &TurnArgs) -> Result<proem_host::Built, ProemError> {
+    let assembler = Assembler::open(&args.agent_dir, args.config.as_deref())?;
+    let turn = Turn {
+        mode: args.mode,
+        session_key: args.session_key.clone(),
+        provider: args.provider.clone(),
+        model: args.model.clone(),
+        channel: args.channel.clone(),
+        chat_kind: args.chat_kind.as_deref().map(|k| k.parse::<ChatKind>().expect("clap checked the value")),
+        group_title: args.group_title.clone(),
+        extra: args.extra.clone(),
+        owners: args.owners.clone(),
+        tools: args.tools.as_deref().map(load_tools_file).transpose()?,
+        now: args.now.as_deref().map(parse_now).transpose()?,
+        timezone: args.timezone.clone(),
+        budget: args.budget,
+    };
+    assembler.build(&turn)
+}
+
+fn init_logging() {
+    use tracing_subscriber::EnvFilter;
+    let filter = std::env::var("PROEM_LOG")
+        .ok()
+        .or_else(|| std::env::var("RUST_LOG").ok())
+        .and_then(|v| EnvFilter::try_new(v).ok())
+        .unwrap_or_else(|| EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+}

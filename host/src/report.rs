@@ -1,0 +1,128 @@
+//! The result of a build: the prompt, split at the boundary, and a report of
+//! where every byte came from. Serialises to DESIGN.md's JSON object exactly.
+
+use crate::mode::Mode;
+use crate::section::Zone;
+use serde::Serialize;
+
+/// How serious a diagnostic is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    /// Worth knowing (a file absent, a form chosen).
+    Info,
+    /// Something was cut, refused or ignored.
+    Warn,
+    /// Something failed; the build went on without it.
+    Error,
+}
+
+/// One thing the build wants its caller to know.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Diagnostic {
+    /// Severity.
+    pub level: Level,
+    /// Stable machine-readable code, e.g. `file_truncated`.
+    pub code: String,
+    /// What happened, naming the file, section or input.
+    pub message: String,
+}
+
+impl Diagnostic {
+    /// An info diagnostic.
+    pub fn info(code: &str, message: impl Into<String>) -> Self {
+        Diagnostic { level: Level::Info, code: code.into(), message: message.into() }
+    }
+    /// A warning.
+    pub fn warn(code: &str, message: impl Into<String>) -> Self {
+        Diagnostic { level: Level::Warn, code: code.into(), message: message.into() }
+    }
+    /// An error the build survived.
+    pub fn error(code: &str, message: impl Into<String>) -> Self {
+        Diagnostic { level: Level::Error, code: code.into(), message: message.into() }
+    }
+}
+
+/// Token counts of the rendered prompt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct TokenReport {
+    /// The whole prompt, marker included.
+    pub total: usize,
+    /// The stable part.
+    pub stable: usize,
+    /// The dynamic part.
+    pub dynamic: usize,
+    /// The budget it was fitted to.
+    pub budget: usize,
+}
+
+/// One section of the final prompt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SectionReport {
+    /// Section id.
+    pub id: String,
+    /// `core` or `plugin:<id>`.
+    pub source: String,
+    /// `stable` or `dynamic`.
+    pub zone: Zone,
+    /// Characters of its body.
+    pub chars: usize,
+    /// Tokens of its body.
+    pub tokens: usize,
+    /// Whether the budget (or a cap) shortened it.
+    pub truncated: bool,
+}
+
+/// One bootstrap file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FileReport {
+    /// Workspace-relative name.
+    pub name: String,
+    /// Characters after normalisation and front matter stripping.
+    pub raw_chars: usize,
+    /// Characters injected into the prompt.
+    pub injected_chars: usize,
+    /// Whether it was cut.
+    pub truncated: bool,
+    /// Whether it was absent (or could not be read; see diagnostics).
+    pub missing: bool,
+}
+
+/// One plugin's outcome.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PluginReport {
+    /// Plugin id.
+    pub id: String,
+    /// `ok`, `failed`, `skipped`, …
+    pub status: String,
+    /// Time spent in the plugin.
+    pub elapsed_us: u64,
+}
+
+/// A built prompt and its report. `serde_json::to_string` gives the JSON
+/// contract of DESIGN.md.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Built {
+    /// stable + `\n` + marker + `\n` + dynamic.
+    pub prompt: String,
+    /// Above the boundary.
+    pub stable: String,
+    /// Below the boundary.
+    pub dynamic: String,
+    /// SHA-256 (hex) of `stable`.
+    pub stable_hash: String,
+    /// The resolved mode.
+    pub mode: Mode,
+    /// `o200k_base` or `cl100k_base`.
+    pub tokenizer: String,
+    /// Token counts.
+    pub tokens: TokenReport,
+    /// Sections in prompt order.
+    pub sections: Vec<SectionReport>,
+    /// Bootstrap files in load order.
+    pub files: Vec<FileReport>,
+    /// Plugins in id order.
+    pub plugins: Vec<PluginReport>,
+    /// Everything worth knowing, in the order it happened.
+    pub diagnostics: Vec<Diagnostic>,
+}

@@ -1,0 +1,161 @@
+//! Skills: `skills/*/SKILL.md` in the workspace, rendered as escaped XML.
+//!
+//! Three forms, chosen by the budget stage: full (name, description,
+//! location), compact (name and location), and a count-limited list; with no
+//! room for any skill, a one-paragraph hint says where to find them.
+
+use crate::report::Diagnostic;
+use crate::text::{front_matter_fields, one_line, split_front_matter, xml_escape, FrontMatter};
+use crate::workspace::{Unavailable, Workspace};
+
+/// The folder skills are read from.
+pub const SKILLS_DIR: &str = "skills";
+/// Largest SKILL.md read.
+const MAX_SKILL_BYTES: usize = 256 * 1024;
+/// Longest description kept.
+const MAX_DESCRIPTION_CHARS: usize = 400;
+
+/// One skill.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skill {
+    /// From front matter `name`, else the folder name.
+    pub name: String,
+    /// From front matter `description`.
+    pub description: String,
+    /// Workspace-relative path of its SKILL.md.
+    pub location: String,
+}
+
+/// How skills are rendered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SkillsForm {
+    /// Name, description and location.
+    Full,
+    /// Name and location only.
+    Compact,
+}
+
+/// Loads every skill, sorted by name (case-insensitively) then location.
+pub fn load(ws: &Workspace, diagnostics: &mut Vec<Diagnostic>) -> Vec<Skill> {
+    let mut skills = Vec::new();
+    for dir in ws.subdirs(SKILLS_DIR) {
+        let location = format!("{SKILLS_DIR}/{dir}/SKILL.md");
+        let text = match ws.read_text(&location, MAX_SKILL_BYTES) {
+            Ok(f) => f.text,
+            Err(Unavailable::Missing) => continue,
+            Err(why) => {
+                diagnostics.push(Diagnostic::warn("skill_unreadable", format!("{location}: {}; skill skipped", why.describe())));
+                continue;
+            }
+        };
+        let fields = match split_front_matter(&text) {
+            FrontMatter::Found { yaml, .. } => front_matter_fields(yaml),
+            _ => Vec::new(),
+        };
+        let field = |k: &str| fields.iter().find(|(key, _)| key == k).map(|(_, v)| v.as_str());
+        if matches!(field("disable-model-invocation").or(field("disable_model_invocation")), Some("true")) {
+            continue;
+        }
+        let name = one_line(field("name").unwrap_or(&dir), 80);
+        let name = if name.is_empty() { one_line(&dir, 80) } else { name };
+        skills.push(Skill {
+            name,
+            description: one_line(field("description").unwrap_or(""), MAX_DESCRIPTION_CHARS),
+            location: one_line(&location, 200),
+        });
+    }
+    sort_skills(&mut skills);
+    let before = skills.len();
+    skills.dedup_by(|later, kept| later.name.to_lowercase() == kept.name.to_lowercase());
+    if skills.len() < before {
+        diagnostics.push(Diagnostic::warn(
+            "skill_duplicate",
+            format!("{} skill(s) reuse a name already taken (ignoring case); the first by location is kept", before - skills.len()),
+        ));
+    }
+    skills
+}
+
+/// Sorts skills into their prompt order.
+pub fn sort_skills(skills: &mut [Skill]) {
+    skills.sort_by(|a, b| (a.name.to_lowercase(), &a.name, &a.location).cmp(&(b.name.to_lowercase(), &b.name, &b.location)));
+}
+
+/// Renders the skills section body: the first `count` skills in `form`.
+pub fn render(skills: &[Skill], form: SkillsForm, count: usize) -> String {
+    let total = skills.len();
+    if total == 0 {
+        return String::new();
+    }
+    let shown = &skills[..count.min(total)];
+    let mut out = String::from("## Skills\n");
+    if shown.is_empty() {
+        out.push_str(&format!(
+            "{total} skills are installed under {SKILLS_DIR}/<name>/SKILL.md, but none fit in this prompt. \
+             When a task may need one, list the {SKILLS_DIR}/ folder and read only the SKILL.md whose name matches the task."
+        ));
+        return out;
+    }
+    match form {
+        SkillsForm::Full => out.push_str(
+            "Before you reply, scan the skills below. If exactly one clearly fits the task, read its SKILL.md \
+             (at its location) and follow it; if several fit, pick the most specific; if none fits, read none. \
+             Read at most one skill up front, and never invent a skill path.\n",
+        ),
+        SkillsForm::Compact => out.push_str(
+            "Skills are listed by name only (the budget left no room for descriptions). If a name matches the task, \
+             read that SKILL.md and follow it; read at most one up front.\n",
+        ),
+    }
+    if shown.len() < total {
+        out.push_str(&format!(
+            "Showing {} of {total} skills; the rest are in the {SKILLS_DIR}/ folder.\n",
+            shown.len()
+        ));
+    }
+    out.push_str("<available_skills>\n");
+    for s in shown {
+        match form {
+            SkillsForm::Full => out.push_str(&format!(
+                "  <skill>\n    <name>{}</name>\n    <description>{}</description>\n    <location>{}</location>\n  </skill>\n",
+                xml_escape(&s.name),
+                xml_escape(&s.description),
+                xml_escape(&s.location)
+            )),
+            SkillsForm::Compact => out.push_str(&format!(
+                "  <skill><name>{}</name><location>{}</location></skill>\n",
+                xml_escape(&s.name),
+                xml_escape(&s.location)
+            )),
+        }
+    }
+    out.push_str("</available_skills>");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn skill(n: &str, d: &str) -> Skill {
+        Skill { name: n.into(), description: d.into(), location: format!("skills/{n}/SKILL.md") }
+    }
+
+    #[test]
+    fn descriptions_are_escaped() {
+        let out = render(&[skill("x", "<b>&\"")], SkillsForm::Full, 10);
+        assert!(out.contains("<description>&lt;b&gt;&amp;&quot;</description>"), "{out}");
+    }
+
+    #[test]
+    fn compact_and_limited_forms() {
+        let skills = vec![skill("a", "alpha"), skill("b", "beta"), skill("c", "gamma")];
+        let compact = render(&skills, SkillsForm::Compact, 3);
+        assert!(!compact.contains("<description>") && compact.matches("<skill>").count() == 3);
+        let limited = render(&skills, SkillsForm::Compact, 2);
+        assert!(limited.contains("Showing 2 of 3") && limited.matches("<skill>").count() == 2);
+        let hint = render(&skills, SkillsForm::Compact, 0);
+        assert!(hint.contains("3 skills are installed") && !hint.contains("<skill>"));
+        assert_eq!(render(&[], SkillsForm::Full, 5), "");
+    }
+}

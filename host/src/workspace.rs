@@ -1,0 +1,180 @@
+//! Confined, read-only access to the agent directory.
+//!
+//! The directory is opened once as a cap-std [`Dir`]; every read goes through
+//! it, so a symlink or `..` that leads outside is refused by construction.
+//! proem never writes here: this module has no write path at all.
+
+use crate::error::ProemError;
+use crate::report::Diagnostic;
+use crate::text::{normalize_newlines, split_front_matter, FrontMatter};
+use cap_std::fs::Dir;
+use std::io::{ErrorKind, Read};
+use std::path::{Path, PathBuf};
+
+/// The opened agent directory.
+pub struct Workspace {
+    root: PathBuf,
+    dir: Dir,
+}
+
+/// Why a file's text is not available.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unavailable {
+    /// No such file.
+    Missing,
+    /// The path leaves the workspace (symlink or `..`) and was not read.
+    Refused(String),
+    /// Exists but is not a regular file, or could not be read.
+    Unreadable(String),
+    /// Not valid UTF-8 text (or binary).
+    NotText(String),
+}
+
+impl Unavailable {
+    /// One line for diagnostics.
+    pub fn describe(&self) -> String {
+        match self {
+            Unavailable::Missing => "not found".into(),
+            Unavailable::Refused(why) | Unavailable::Unreadable(why) | Unavailable::NotText(why) => why.clone(),
+        }
+    }
+
+    /// The diagnostic code for this outcome.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Unavailable::Missing => "file_missing",
+            Unavailable::Refused(_) => "file_refused",
+            Unavailable::Unreadable(_) => "file_unreadable",
+            Unavailable::NotText(_) => "file_not_text",
+        }
+    }
+}
+
+/// A text file read from the workspace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TextFile {
+    /// Normalised text (LF newlines, no BOM).
+    pub text: String,
+    /// Whether the read stopped at the byte limit.
+    pub cut_at_limit: bool,
+}
+
+impl Workspace {
+    /// Opens the agent directory.
+    pub fn open(root: &Path) -> Result<Workspace, ProemError> {
+        let meta = std::fs::metadata(root).map_err(|e| ProemError::AgentDir {
+            path: root.to_path_buf(),
+            message: match e.kind() {
+                ErrorKind::NotFound => "does not exist".into(),
+                _ => format!("cannot be opened: {e}"),
+            },
+        })?;
+        if !meta.is_dir() {
+            return Err(ProemError::AgentDir { path: root.to_path_buf(), message: "is not a directory".into() });
+        }
+        let dir = Dir::open_ambient_dir(root, cap_std::ambient_authority())
+            .map_err(|e| ProemError::AgentDir { path: root.to_path_buf(), message: format!("cannot be opened: {e}") })?;
+        let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+        Ok(Workspace { root, dir })
+    }
+
+    /// The absolute path of the agent directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Reads a workspace-relative text file, at most `max_bytes` of it.
+    pub fn read_text(&self, rel: &str, max_bytes: usize) -> Result<TextFile, Unavailable> {
+        if let Err(why) = crate::config::check_relative_path(rel) {
+            return Err(Unavailable::Refused(format!("{why}; not read")));
+        }
+        let link = match self.dir.symlink_metadata(rel) {
+            Ok(m) => m,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Err(Unavailable::Missing),
+            Err(e) => return Err(classify_open_error(&e, false)),
+        };
+        let is_link = link.file_type().is_symlink();
+        // Follows symlinks, but only inside the workspace.
+        let meta = match self.dir.metadata(rel) {
+            Ok(m) => m,
+            Err(e) => return Err(classify_open_error(&e, is_link)),
+        };
+        if meta.is_dir() {
+            return Err(Unavailable::Unreadable("is a directory, not a file".into()));
+        }
+        if !meta.is_file() {
+            return Err(Unavailable::Unreadable("is not a regular file".into()));
+        }
+        let file = self.dir.open(rel).map_err(|e| classify_open_error(&e, is_link))?;
+        let mut bytes = Vec::with_capacity((meta.len() as usize).min(max_bytes) + 1);
+        file.take(max_bytes as u64 + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| Unavailable::Unreadable(format!("read failed: {e}")))?;
+        let cut_at_limit = bytes.len() > max_bytes;
+        bytes.truncate(max_bytes);
+        decode(bytes, cut_at_limit).map(|text| TextFile { text, cut_at_limit })
+    }
+
+    /// Names of the sub-directories of `rel` (sorted), or empty when absent.
+    pub fn subdirs(&self, rel: &str) -> Vec<String> {
+        let Ok(entries) = self.dir.read_dir(rel) else { return Vec::new() };
+        let mut names: Vec<String> = entries
+            .filter_map(Result::ok)
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .filter_map(|e| e.file_name().into_string().ok())
+            .collect();
+        names.sort();
+        names
+    }
+}
+
+fn classify_open_error(e: &std::io::Error, is_link: bool) -> Unavailable {
+    let msg = e.to_string();
+    if msg.contains("outside of the filesystem") || (is_link && e.kind() == ErrorKind::PermissionDenied) {
+        Unavailable::Refused("a symlink leads outside the agent directory; not read".into())
+    } else if msg.to_ascii_lowercase().contains("too many") && msg.to_ascii_lowercase().contains("link") {
+        Unavailable::Unreadable("symlink loop".into())
+    } else if is_link && e.kind() == ErrorKind::NotFound {
+        Unavailable::Unreadable("dangling symlink".into())
+    } else {
+        Unavailable::Unreadable(msg)
+    }
+}
+
+fn decode(bytes: Vec<u8>, cut_at_limit: bool) -> Result<String, Unavailable> {
+    if bytes.contains(&0) {
+        return Err(Unavailable::NotText("binary content (NUL bytes); not injected".into()));
+    }
+    let text = match String::from_utf8(bytes) {
+        Ok(t) => t,
+        Err(e) => {
+            let err = e.utf8_error();
+            // A read cut at the byte limit may end inside a character.
+            if cut_at_limit && err.error_len().is_none() {
+                let valid = err.valid_up_to();
+                let mut bytes = e.into_bytes();
+                bytes.truncate(valid);
+                String::from_utf8(bytes).expect("prefix is valid")
+            } else {
+                return Err(Unavailable::NotText(format!("invalid UTF-8 at byte {}; not injected", err.valid_up_to())));
+            }
+        }
+    };
+    Ok(normalize_newlines(&text))
+}
+
+/// Strips front matter from a bootstrap file, recording a warning when the
+/// block never closes (the text is then kept whole).
+pub fn strip_front_matter(name: &str, text: String, diagnostics: &mut Vec<Diagnostic>) -> String {
+    match split_front_matter(&text) {
+        FrontMatter::Absent => text,
+        FrontMatter::Found { body, .. } => body.trim_start_matches('\n').to_string(),
+        FrontMatter::Unterminated => {
+            diagnostics.push(Diagnostic::warn(
+                "front_matter_unterminated",
+                format!("{name}: starts with `---` but the front matter never closes; kept the file whole"),
+            ));
+            text
+        }
+    }
+}
