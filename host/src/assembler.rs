@@ -59,7 +59,10 @@ impl Assembler {
         let config = &self.config;
         let mut diagnostics = Vec::new();
         if !self.config_found {
-            diagnostics.push(Diagnostic::info("config_default", format!("{} not found; using the default configuration", self.config_file.display())));
+            diagnostics.push(Diagnostic::info(
+                "config_default",
+                format!("{} not found; using the default configuration", self.config_file.display()),
+            ));
         }
 
         let mode = resolve_mode(turn.mode, turn.session_key.as_deref(), config.agent.mode);
@@ -85,8 +88,18 @@ impl Assembler {
         let tz_name = turn.timezone.clone().unwrap_or_else(|| "UTC".to_string());
         let tz = parse_timezone(&tz_name)?;
         let now = turn.now.map(|n| n.with_timezone(&tz)).unwrap_or_else(|| chrono::Utc::now().with_timezone(&tz));
-        let provider = turn.provider.clone().or_else(|| config.provider.name.clone()).map(|p| one_line(&p, 64)).filter(|p| !p.is_empty());
-        let model = turn.model.clone().or_else(|| config.provider.model.clone()).map(|m| one_line(&m, 96)).filter(|m| !m.is_empty());
+        let provider = turn
+            .provider
+            .clone()
+            .or_else(|| config.provider.name.clone())
+            .map(|p| one_line(&p, 64))
+            .filter(|p| !p.is_empty());
+        let model = turn
+            .model
+            .clone()
+            .or_else(|| config.provider.model.clone())
+            .map(|m| one_line(&m, 96))
+            .filter(|m| !m.is_empty());
         let tokenizer = match &config.budget.tokenizer {
             Some(name) => Tokenizer::from_name(name).expect("validated with the config"),
             None => Tokenizer::for_model(model.as_deref().unwrap_or("")),
@@ -98,7 +111,13 @@ impl Assembler {
 
         let inputs = CoreInputs {
             mode,
-            agent_name: config.agent.name.as_deref().map(|n| one_line(n, 64)).filter(|n| !n.is_empty()).unwrap_or_else(|| agent_id.clone()),
+            agent_name: config
+                .agent
+                .name
+                .as_deref()
+                .map(|n| one_line(n, 64))
+                .filter(|n| !n.is_empty())
+                .unwrap_or_else(|| agent_id.clone()),
             agent_id,
             kind: config.agent.kind,
             config: config.clone(),
@@ -116,7 +135,9 @@ impl Assembler {
             channel: turn.channel.as_deref().map(clean_channel).filter(|c| !c.is_empty()),
             chat_kind: turn.chat_kind,
             group_title: match turn.chat_kind {
-                Some(ChatKind::Group) => turn.group_title.as_deref().map(|t| one_line(&t.replace('"', ""), 100)).filter(|t| !t.is_empty()),
+                Some(ChatKind::Group) => {
+                    turn.group_title.as_deref().map(|t| one_line(&t.replace('"', ""), 100)).filter(|t| !t.is_empty())
+                }
                 _ => None,
             },
             extra: turn.extra.as_deref().map(|e| neutralize(normalize_newlines(e).trim())).filter(|e| !e.is_empty()),
@@ -146,7 +167,10 @@ impl Assembler {
             .plugins
             .iter()
             .map(|p| {
-                diagnostics.push(Diagnostic::warn("plugin_not_loaded", format!("plugin {}: this build of proem does not run wasm plugins yet; skipped", p.id)));
+                diagnostics.push(Diagnostic::warn(
+                    "plugin_not_loaded",
+                    format!("plugin {}: this build of proem does not run wasm plugins yet; skipped", p.id),
+                ));
                 PluginReport { id: p.id.clone(), status: "skipped".into(), elapsed_us: 0 }
             })
             .collect();
@@ -199,7 +223,11 @@ impl Assembler {
 }
 
 fn clean_channel(c: &str) -> String {
-    one_line(c, 32).to_lowercase().chars().filter(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')).collect()
+    one_line(c, 32)
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+        .collect()
 }
 
 /// One counter per tokenizer per process, so memoised counts are shared by

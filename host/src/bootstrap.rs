@@ -51,8 +51,14 @@ pub fn group_of(name: &str) -> FileGroup {
 
 /// Loads the bootstrap files for a session: the standard list, then the
 /// configured extra files (sorted), filtered by the sub-agent allowlist.
-pub fn load(ws: &Workspace, config: &Config, session: SessionKind, diagnostics: &mut Vec<Diagnostic>) -> Vec<BootstrapFile> {
-    let mut extras: Vec<&String> = config.bootstrap.extra_files.iter().filter(|n| !STANDARD_FILES.contains(&n.as_str())).collect();
+pub fn load(
+    ws: &Workspace,
+    config: &Config,
+    session: SessionKind,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Vec<BootstrapFile> {
+    let mut extras: Vec<&String> =
+        config.bootstrap.extra_files.iter().filter(|n| !STANDARD_FILES.contains(&n.as_str())).collect();
     extras.sort();
     extras.dedup();
     let names = STANDARD_FILES.iter().copied().chain(extras.iter().map(|s| s.as_str()));
@@ -77,7 +83,10 @@ pub fn load(ws: &Workspace, config: &Config, session: SessionKind, diagnostics: 
                 if file.cut_at_limit {
                     diagnostics.push(Diagnostic::warn(
                         "file_too_large",
-                        format!("{shown_name}: larger than {} bytes; only the first {} bytes were read", config.bootstrap.max_file_bytes, config.bootstrap.max_file_bytes),
+                        format!(
+                            "{shown_name}: larger than {} bytes; only the first {} bytes were read",
+                            config.bootstrap.max_file_bytes, config.bootstrap.max_file_bytes
+                        ),
                     ));
                 }
                 let text = if config.bootstrap.strip_front_matter {
@@ -89,7 +98,10 @@ pub fn load(ws: &Workspace, config: &Config, session: SessionKind, diagnostics: 
             }
             Err(Unavailable::Missing) => {
                 if is_extra {
-                    diagnostics.push(Diagnostic::warn("file_missing", format!("{name}: listed in [bootstrap] extra_files but not found")));
+                    diagnostics.push(Diagnostic::warn(
+                        "file_missing",
+                        format!("{name}: listed in [bootstrap] extra_files but not found"),
+                    ));
                 }
                 None
             }
@@ -140,7 +152,13 @@ pub fn inject(
     let mut out = Vec::with_capacity(order.len());
     for (group, i) in order {
         let file = &files[i];
-        let mut report = FileReport { name: file.name.clone(), raw_chars: 0, injected_chars: 0, truncated: false, missing: file.text.is_none() };
+        let mut report = FileReport {
+            name: file.name.clone(),
+            raw_chars: 0,
+            injected_chars: 0,
+            truncated: false,
+            missing: file.text.is_none(),
+        };
         let mut text = String::new();
         if let Some(raw) = &file.text {
             let safe = neutralize(raw);
@@ -214,7 +232,18 @@ mod tests {
 
     #[test]
     fn wrappers_by_kind() {
-        let f = InjectedFile { name: "AGENTS.md".into(), group: FileGroup::Project, text: "hi".into(), report: FileReport { name: "AGENTS.md".into(), raw_chars: 2, injected_chars: 2, truncated: false, missing: false } };
+        let f = InjectedFile {
+            name: "AGENTS.md".into(),
+            group: FileGroup::Project,
+            text: "hi".into(),
+            report: FileReport {
+                name: "AGENTS.md".into(),
+                raw_chars: 2,
+                injected_chars: 2,
+                truncated: false,
+                missing: false,
+            },
+        };
         assert!(wrap(&f, AgentKind::Open).contains("<context_file name=\"AGENTS.md\">\nhi\n</context_file>"));
         assert!(wrap(&f, AgentKind::Predefined).contains("</internal_config>"));
         let user = InjectedFile { name: "USER.md".into(), ..f };

@@ -41,7 +41,12 @@ pub struct Fitted {
 }
 
 /// Renders and cuts until the prompt fits `budget` tokens.
-pub fn fit(inputs: &CoreInputs, counter: &TokenCounter, budget: usize, diagnostics: &mut Vec<Diagnostic>) -> Result<Fitted, ProemError> {
+pub fn fit(
+    inputs: &CoreInputs,
+    counter: &TokenCounter,
+    budget: usize,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Result<Fitted, ProemError> {
     let untouched = Knobs::untouched(inputs);
     let mut knobs = untouched.clone();
     for step in 0..MAX_STEPS {
@@ -79,7 +84,13 @@ fn protected_tokens(sections: &[Section], counter: &TokenCounter) -> usize {
 }
 
 /// Turns the first knob that can still shrink the prompt. `false` when none can.
-fn turn_one_knob(render: &CoreRender, sections: &[Section], knobs: &mut Knobs, excess: usize, counter: &TokenCounter) -> bool {
+fn turn_one_knob(
+    render: &CoreRender,
+    sections: &[Section],
+    knobs: &mut Knobs,
+    excess: usize,
+    counter: &TokenCounter,
+) -> bool {
     let present = |class: CutClass| sections.iter().filter(move |s| s.cut_class() == Some(class));
 
     if let Some(extra) = present(CutClass::ExtraContext).next() {
@@ -98,9 +109,8 @@ fn turn_one_knob(render: &CoreRender, sections: &[Section], knobs: &mut Knobs, e
     if let Some(skills) = present(CutClass::Skills).next() {
         if knobs.skills_form == SkillsForm::Full {
             knobs.skills_form = SkillsForm::Compact;
-        } else if knobs.skills_count > 0 {
-            let per_skill = (counter.count(&skills.body) / knobs.skills_count).max(1);
-            let remove = excess.div_ceil(per_skill) + 1;
+        } else if let Some(per_skill) = counter.count(&skills.body).checked_div(knobs.skills_count) {
+            let remove = excess.div_ceil(per_skill.max(1)) + 1;
             knobs.skills_count = knobs.skills_count.saturating_sub(remove);
         } else {
             knobs.dropped.insert(ids::SKILLS.into());
@@ -146,17 +156,30 @@ fn report_cuts(inputs: &CoreInputs, untouched: &Knobs, knobs: &Knobs, diagnostic
         return;
     }
     if knobs.dropped.contains(ids::EXTRA_CONTEXT) {
-        diagnostics.push(Diagnostic::warn("budget_extra_dropped", "the extra prompt was left out to fit the token budget"));
+        diagnostics
+            .push(Diagnostic::warn("budget_extra_dropped", "the extra prompt was left out to fit the token budget"));
     } else if let Some(n) = knobs.extra_chars {
-        diagnostics.push(Diagnostic::warn("budget_extra_shortened", format!("the extra prompt was shortened to its first {n} characters to fit the token budget")));
+        diagnostics.push(Diagnostic::warn(
+            "budget_extra_shortened",
+            format!("the extra prompt was shortened to its first {n} characters to fit the token budget"),
+        ));
     }
     let total = inputs.skills.len();
     if knobs.dropped.contains(ids::SKILLS) {
-        diagnostics.push(Diagnostic::warn("budget_skills_dropped", format!("the skills section ({total} skills) was left out to fit the token budget")));
+        diagnostics.push(Diagnostic::warn(
+            "budget_skills_dropped",
+            format!("the skills section ({total} skills) was left out to fit the token budget"),
+        ));
     } else if knobs.skills_count < total {
-        diagnostics.push(Diagnostic::warn("budget_skills_limited", format!("skills: included {} of {total}, compact form, to fit the token budget", knobs.skills_count)));
+        diagnostics.push(Diagnostic::warn(
+            "budget_skills_limited",
+            format!("skills: included {} of {total}, compact form, to fit the token budget", knobs.skills_count),
+        ));
     } else if knobs.skills_form == SkillsForm::Compact {
-        diagnostics.push(Diagnostic::warn("budget_skills_compact", format!("skills: all {total} listed in compact form (no descriptions) to fit the token budget")));
+        diagnostics.push(Diagnostic::warn(
+            "budget_skills_compact",
+            format!("skills: all {total} listed in compact form (no descriptions) to fit the token budget"),
+        ));
     }
     for (name, cap) in &knobs.file_caps {
         let message = if *cap == 0 {
@@ -168,7 +191,10 @@ fn report_cuts(inputs: &CoreInputs, untouched: &Knobs, knobs: &Knobs, diagnostic
     }
     for id in &knobs.dropped {
         if id != ids::EXTRA_CONTEXT && id != ids::SKILLS {
-            diagnostics.push(Diagnostic::warn("budget_section_dropped", format!("section {id} was left out to fit the token budget")));
+            diagnostics.push(Diagnostic::warn(
+                "budget_section_dropped",
+                format!("section {id} was left out to fit the token budget"),
+            ));
         }
     }
 }

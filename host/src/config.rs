@@ -197,9 +197,8 @@ pub struct PluginConfig {
 impl Config {
     /// Reads and validates a config file.
     pub fn load(path: &Path) -> Result<Config, ProemError> {
-        let source = std::fs::read(path).map_err(|e| {
-            ProemError::config(path, None, None, format!("cannot read the config file: {e}"))
-        })?;
+        let source = std::fs::read(path)
+            .map_err(|e| ProemError::config(path, None, None, format!("cannot read the config file: {e}")))?;
         let source = String::from_utf8(source)
             .map_err(|_| ProemError::config(path, None, None, "the config file is not valid UTF-8"))?;
         Config::parse(&source, path)
@@ -237,17 +236,27 @@ impl Config {
             );
         }
         if b.head_ratio + b.tail_ratio <= 0.0 {
-            return fail("budget", "head_ratio", "head_ratio and tail_ratio are both 0: nothing would be kept of a long file".into());
+            return fail(
+                "budget",
+                "head_ratio",
+                "head_ratio and tail_ratio are both 0: nothing would be kept of a long file".into(),
+            );
         }
         if b.tokens == 0 {
             return fail("budget", "tokens", "the token budget must be at least 1".into());
         }
         if let Some(t) = &b.tokenizer {
             if crate::tokens::Tokenizer::from_name(t).is_none() {
-                return fail("budget", "tokenizer", format!("unknown tokenizer {t:?}: expected o200k_base or cl100k_base"));
+                return fail(
+                    "budget",
+                    "tokenizer",
+                    format!("unknown tokenizer {t:?}: expected o200k_base or cl100k_base"),
+                );
             }
         }
-        for (key, list) in [("extra_files", &self.bootstrap.extra_files), ("subagent_allowlist", &self.bootstrap.subagent_allowlist)] {
+        for (key, list) in
+            [("extra_files", &self.bootstrap.extra_files), ("subagent_allowlist", &self.bootstrap.subagent_allowlist)]
+        {
             for name in list {
                 if let Err(why) = check_relative_path(name) {
                     return fail("bootstrap", key, format!("{name:?}: {why}"));
@@ -326,7 +335,10 @@ fn locate_span(source: &str, offset: usize) -> (Option<usize>, Option<String>) {
     let line_no = source[..offset].matches('\n').count() + 1;
     let line = source.lines().nth(line_no - 1).unwrap_or("");
     let table = table_above(source, line_no);
-    let key = line.split_once('=').map(|(k, _)| k.trim().trim_matches('"').to_string()).filter(|k| !k.is_empty() && !k.starts_with('['));
+    let key = line
+        .split_once('=')
+        .map(|(k, _)| k.trim().trim_matches('"').to_string())
+        .filter(|k| !k.is_empty() && !k.starts_with('['));
     let key = match (table, key) {
         (Some(t), Some(k)) => Some(format!("{t}.{k}")),
         (None, Some(k)) => Some(k),
@@ -373,9 +385,10 @@ fn locate_key(source: &str, table: &str, key: &str) -> Option<usize> {
 
 /// The line of the `id = "<id>"` key of a `[[plugins]]` entry.
 fn locate_plugin(source: &str, id: &str) -> Option<usize> {
-    source.lines().position(|l| {
-        l.split_once('=').is_some_and(|(k, v)| k.trim() == "id" && v.trim().trim_matches('"') == id)
-    }).map(|i| i + 1)
+    source
+        .lines()
+        .position(|l| l.split_once('=').is_some_and(|(k, v)| k.trim() == "id" && v.trim().trim_matches('"') == id))
+        .map(|i| i + 1)
 }
 
 #[cfg(test)]

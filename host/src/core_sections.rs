@@ -129,7 +129,10 @@ pub fn render(inputs: &CoreInputs, knobs: &Knobs) -> CoreRender {
     bodies.push((ids::TOOLING, tooling(&inputs.tools)));
     bodies.push((ids::TOOL_CALL_STYLE, TOOL_CALL_STYLE.to_string()));
     bodies.push((ids::EXECUTION_BIAS, EXECUTION_BIAS.to_string()));
-    bodies.push((ids::SAFETY, if matches!(mode, Mode::Task | Mode::None) { SAFETY_SLIM } else { SAFETY_FULL }.to_string()));
+    bodies.push((
+        ids::SAFETY,
+        if matches!(mode, Mode::Task | Mode::None) { SAFETY_SLIM } else { SAFETY_FULL }.to_string(),
+    ));
     bodies.push((ids::SKILLS, skills::render(&inputs.skills, knobs.skills_form, knobs.skills_count)));
     if knobs.skills_form != SkillsForm::Full || knobs.skills_count < inputs.skills.len() {
         truncated.insert(ids::SKILLS.to_string());
@@ -198,7 +201,9 @@ fn has_file(inputs: &CoreInputs, name: &str) -> bool {
 }
 
 fn has_memory(inputs: &CoreInputs) -> bool {
-    has_file(inputs, "MEMORY.md") || has_file(inputs, "memory.md") || inputs.tools.iter().any(|t| t.name.to_ascii_lowercase().starts_with("memory_"))
+    has_file(inputs, "MEMORY.md")
+        || has_file(inputs, "memory.md")
+        || inputs.tools.iter().any(|t| t.name.to_ascii_lowercase().starts_with("memory_"))
 }
 
 fn identity(inputs: &CoreInputs) -> String {
@@ -214,7 +219,8 @@ fn tooling(tools: &[PromptTool]) -> String {
     if tools.is_empty() {
         return "## Tooling\nNo tools are available this turn. Answer from what you know and the context below, and do not write tool calls.".into();
     }
-    let mut out = String::from("## Tooling\nTools available this turn (this list is authoritative; names are case-sensitive):\n");
+    let mut out =
+        String::from("## Tooling\nTools available this turn (this list is authoritative; names are case-sensitive):\n");
     for t in tools {
         if t.summary.is_empty() {
             out.push_str(&format!("- {}\n", t.name));
@@ -316,7 +322,9 @@ fn extra_context(mode: Mode, chat: Option<ChatKind>, extra: &str, keep: Option<u
         _ => "Additional Context",
     };
     let (text, cut) = match keep {
-        Some(n) if n < crate::text::char_len(extra) => (format!("{}\n[… shortened to fit the token budget]", crate::truncate::take_head(extra, n)), true),
+        Some(n) if n < crate::text::char_len(extra) => {
+            (format!("{}\n[… shortened to fit the token budget]", crate::truncate::take_head(extra, n)), true)
+        }
         _ => (extra.to_string(), false),
     };
     (format!("## {heading}\nSupplied by the caller for this turn:\n<extra_context>\n{text}\n</extra_context>"), cut)
@@ -346,7 +354,14 @@ fn runtime(inputs: &CoreInputs) -> String {
     }
     if let Some(c) = &inputs.channel {
         fields.push(format!("channel={c}"));
-        let mut caps: Vec<String> = inputs.config.runtime.capabilities.iter().map(|c| one_line(c, 40).to_lowercase()).filter(|c| !c.is_empty()).collect();
+        let mut caps: Vec<String> = inputs
+            .config
+            .runtime
+            .capabilities
+            .iter()
+            .map(|c| one_line(c, 40).to_lowercase())
+            .filter(|c| !c.is_empty())
+            .collect();
         caps.sort();
         caps.dedup();
         fields.push(format!("capabilities={}", if caps.is_empty() { "none".to_string() } else { caps.join(",") }));
@@ -357,7 +372,8 @@ fn runtime(inputs: &CoreInputs) -> String {
 }
 
 fn recency(inputs: &CoreInputs, files: &[InjectedFile]) -> Option<String> {
-    let persona: Vec<&str> = files.iter().filter(|f| f.group == FileGroup::Persona && !f.text.is_empty()).map(|f| f.name.as_str()).collect();
+    let persona: Vec<&str> =
+        files.iter().filter(|f| f.group == FileGroup::Persona && !f.text.is_empty()).map(|f| f.name.as_str()).collect();
     let memory = has_memory(inputs);
     let mut parts = Vec::new();
     if !persona.is_empty() {

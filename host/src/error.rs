@@ -56,7 +56,12 @@ pub enum ProemError {
 
 impl ProemError {
     /// A config error located at a line and key.
-    pub fn config(file: impl Into<PathBuf>, line: Option<usize>, key: Option<String>, message: impl Into<String>) -> Self {
+    pub fn config(
+        file: impl Into<PathBuf>,
+        line: Option<usize>,
+        key: Option<String>,
+        message: impl Into<String>,
+    ) -> Self {
         ProemError::Config { file: file.into(), line, key, message: message.into() }
     }
 

@@ -25,18 +25,35 @@ pub fn table(built: &Built) -> String {
     sections.sort_by(|a, b| b.chars.cmp(&a.chars).then(a.id.cmp(&b.id)));
     let rows: Vec<Vec<String>> = sections
         .iter()
-        .map(|s| vec![s.id.clone(), s.chars.to_string(), s.tokens.to_string(), s.zone.as_str().into(), s.source.clone(), yes(s.truncated)])
+        .map(|s| {
+            vec![
+                s.id.clone(),
+                s.chars.to_string(),
+                s.tokens.to_string(),
+                s.zone.as_str().into(),
+                s.source.clone(),
+                yes(s.truncated),
+            ]
+        })
         .collect();
     out.push('\n');
     out.push_str(&grid(&["SECTION", "CHARS", "TOKENS", "ZONE", "SOURCE", "TRUNCATED"], &rows, &[1, 2]));
 
     let mut files: Vec<_> = built.files.iter().collect();
-    files.sort_by(|a, b| b.injected_chars.cmp(&a.injected_chars).then(b.raw_chars.cmp(&a.raw_chars)).then(a.name.cmp(&b.name)));
+    files.sort_by(|a, b| {
+        b.injected_chars.cmp(&a.injected_chars).then(b.raw_chars.cmp(&a.raw_chars)).then(a.name.cmp(&b.name))
+    });
     let rows: Vec<Vec<String>> = files
         .iter()
         .map(|f| {
             let zone = if matches!(f.name.as_str(), "USER.md" | "HEARTBEAT.md") { "dynamic" } else { "stable" };
-            let status = if f.missing { "missing" } else if f.truncated { "truncated" } else { "ok" };
+            let status = if f.missing {
+                "missing"
+            } else if f.truncated {
+                "truncated"
+            } else {
+                "ok"
+            };
             vec![f.name.clone(), f.raw_chars.to_string(), f.injected_chars.to_string(), zone.into(), status.into()]
         })
         .collect();
@@ -44,7 +61,8 @@ pub fn table(built: &Built) -> String {
     out.push_str(&grid(&["FILE", "RAW CHARS", "INJECTED", "ZONE", "STATUS"], &rows, &[1, 2]));
 
     if !built.plugins.is_empty() {
-        let rows: Vec<Vec<String>> = built.plugins.iter().map(|p| vec![p.id.clone(), p.status.clone(), p.elapsed_us.to_string()]).collect();
+        let rows: Vec<Vec<String>> =
+            built.plugins.iter().map(|p| vec![p.id.clone(), p.status.clone(), p.elapsed_us.to_string()]).collect();
         out.push('\n');
         out.push_str(&grid(&["PLUGIN", "STATUS", "ELAPSED US"], &rows, &[2]));
     }

@@ -52,9 +52,7 @@ impl FromStr for Mode {
             "task" => Ok(Mode::Task),
             "minimal" => Ok(Mode::Minimal),
             "none" => Ok(Mode::None),
-            other => Err(format!(
-                "unknown mode {other:?}: expected one of full, task, minimal, none"
-            )),
+            other => Err(format!("unknown mode {other:?}: expected one of full, task, minimal, none")),
         }
     }
 }
@@ -128,11 +126,7 @@ impl SessionKind {
 
 /// Picks the mode for a turn: explicit override, then the session key's cap
 /// applied to the configured mode, then the configured mode, then `full`.
-pub fn resolve_mode(
-    override_mode: Option<Mode>,
-    session_key: Option<&str>,
-    configured: Option<Mode>,
-) -> Mode {
+pub fn resolve_mode(override_mode: Option<Mode>, session_key: Option<&str>, configured: Option<Mode>) -> Mode {
     if let Some(mode) = override_mode {
         return mode;
     }

@@ -67,14 +67,19 @@ pub fn format(built: &Built, format: Format) -> String {
         Format::Text => format!("{}\n", built.prompt),
         Format::Json => serde_json::to_string_pretty(built).expect("report serialises"),
         Format::Anthropic => {
-            let mut blocks = vec![json!({"type": "text", "text": built.stable, "cache_control": {"type": "ephemeral"}})];
+            let mut blocks =
+                vec![json!({"type": "text", "text": built.stable, "cache_control": {"type": "ephemeral"}})];
             if !built.dynamic.is_empty() {
                 blocks.push(json!({"type": "text", "text": built.dynamic}));
             }
             serde_json::to_string_pretty(&json!({ "system": blocks })).expect("json")
         }
         Format::Openai => {
-            let content = if built.dynamic.is_empty() { built.stable.clone() } else { format!("{}\n\n{}", built.stable, built.dynamic) };
+            let content = if built.dynamic.is_empty() {
+                built.stable.clone()
+            } else {
+                format!("{}\n\n{}", built.stable, built.dynamic)
+            };
             serde_json::to_string_pretty(&json!({"messages": [{"role": "system", "content": content}]})).expect("json")
         }
     }

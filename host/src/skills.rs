@@ -44,7 +44,10 @@ pub fn load(ws: &Workspace, diagnostics: &mut Vec<Diagnostic>) -> Vec<Skill> {
             Ok(f) => f.text,
             Err(Unavailable::Missing) => continue,
             Err(why) => {
-                diagnostics.push(Diagnostic::warn("skill_unreadable", format!("{location}: {}; skill skipped", why.describe())));
+                diagnostics.push(Diagnostic::warn(
+                    "skill_unreadable",
+                    format!("{location}: {}; skill skipped", why.describe()),
+                ));
                 continue;
             }
         };
@@ -70,7 +73,10 @@ pub fn load(ws: &Workspace, diagnostics: &mut Vec<Diagnostic>) -> Vec<Skill> {
     if skills.len() < before {
         diagnostics.push(Diagnostic::warn(
             "skill_duplicate",
-            format!("{} skill(s) reuse a name already taken (ignoring case); the first by location is kept", before - skills.len()),
+            format!(
+                "{} skill(s) reuse a name already taken (ignoring case); the first by location is kept",
+                before - skills.len()
+            ),
         ));
     }
     skills
@@ -78,7 +84,9 @@ pub fn load(ws: &Workspace, diagnostics: &mut Vec<Diagnostic>) -> Vec<Skill> {
 
 /// Sorts skills into their prompt order.
 pub fn sort_skills(skills: &mut [Skill]) {
-    skills.sort_by(|a, b| (a.name.to_lowercase(), &a.name, &a.location).cmp(&(b.name.to_lowercase(), &b.name, &b.location)));
+    skills.sort_by(|a, b| {
+        (a.name.to_lowercase(), &a.name, &a.location).cmp(&(b.name.to_lowercase(), &b.name, &b.location))
+    });
 }
 
 /// Renders the skills section body: the first `count` skills in `form`.

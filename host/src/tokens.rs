@@ -111,7 +111,17 @@ mod tests {
 
     #[test]
     fn model_to_tokenizer() {
-        for m in ["gpt-4o", "gpt-4o-mini", "openai/gpt-5.1", "gpt-5", "gpt-4.1-nano", "o1", "o3-mini", "o4-mini", "GPT-5-codex"] {
+        for m in [
+            "gpt-4o",
+            "gpt-4o-mini",
+            "openai/gpt-5.1",
+            "gpt-5",
+            "gpt-4.1-nano",
+            "o1",
+            "o3-mini",
+            "o4-mini",
+            "GPT-5-codex",
+        ] {
             assert_eq!(Tokenizer::for_model(m), Tokenizer::O200kBase, "{m}");
         }
         for m in ["gpt-4", "gpt-3.5-turbo", "claude-sonnet-4", "llama-3", "", "omni", "anthropic/claude-opus"] {

@@ -46,10 +46,16 @@ pub fn prepare(tools: &[Tool], diagnostics: &mut Vec<Diagnostic>) -> Vec<PromptT
         .collect();
     let blank = tools.len() - prepared.len();
     if blank > 0 {
-        diagnostics.push(Diagnostic::warn("tool_invalid_name", format!("{blank} tool(s) with an empty name were ignored")));
+        diagnostics
+            .push(Diagnostic::warn("tool_invalid_name", format!("{blank} tool(s) with an empty name were ignored")));
     }
     prepared.sort_by(|a, b| {
-        (a.name.to_lowercase(), &a.name, &a.summary, &a.schema).cmp(&(b.name.to_lowercase(), &b.name, &b.summary, &b.schema))
+        (a.name.to_lowercase(), &a.name, &a.summary, &a.schema).cmp(&(
+            b.name.to_lowercase(),
+            &b.name,
+            &b.summary,
+            &b.schema,
+        ))
     });
     let before = prepared.len();
     prepared.dedup_by(|later, kept| later.name.to_lowercase() == kept.name.to_lowercase());

@@ -34,7 +34,9 @@ pub fn head_tail(text: &str, cap: usize, head_ratio: f64, tail_ratio: f64, label
     if raw <= cap {
         return Truncated { text: text.to_string(), raw_chars: raw, head_chars: raw, tail_chars: 0, truncated: false };
     }
-    let full = |h: usize, t: usize| format!("\n\n[… {label}: kept the first {h} and last {t} of {raw} characters; the middle was cut …]\n\n");
+    let full = |h: usize, t: usize| {
+        format!("\n\n[… {label}: kept the first {h} and last {t} of {raw} characters; read the file for the part cut here …]\n\n")
+    };
     let compact = |h: usize, t: usize| format!("[…{h}+{t}/{raw}]");
 
     if let Some((h, t)) = fit(cap, head_ratio, tail_ratio, &full) {
@@ -58,7 +60,12 @@ pub fn head_tail(text: &str, cap: usize, head_ratio: f64, tail_ratio: f64, label
 }
 
 /// Head and tail sizes such that head + tail + marker ≤ cap, or `None`.
-fn fit(cap: usize, head_ratio: f64, tail_ratio: f64, marker: &dyn Fn(usize, usize) -> String) -> Option<(usize, usize)> {
+fn fit(
+    cap: usize,
+    head_ratio: f64,
+    tail_ratio: f64,
+    marker: &dyn Fn(usize, usize) -> String,
+) -> Option<(usize, usize)> {
     let ratio_sum = head_ratio + tail_ratio;
     if ratio_sum <= 0.0 {
         return None;

@@ -120,16 +120,16 @@ pub fn load_tools_file(path: &Path) -> Result<Vec<Tool>, ProemError> {
 
 /// Parses `--now`.
 pub fn parse_now(value: &str) -> Result<DateTime<FixedOffset>, ProemError> {
-    DateTime::parse_from_rfc3339(value.trim())
-        .map_err(|e| ProemError::input("--now", format!("{value:?} is not an RFC 3339 time (e.g. 2026-11-21T09:30:00Z): {e}")))
+    DateTime::parse_from_rfc3339(value.trim()).map_err(|e| {
+        ProemError::input("--now", format!("{value:?} is not an RFC 3339 time (e.g. 2026-11-21T09:30:00Z): {e}"))
+    })
 }
 
 /// Checks an IANA time zone name.
 pub fn parse_timezone(value: &str) -> Result<chrono_tz::Tz, ProemError> {
-    value
-        .trim()
-        .parse::<chrono_tz::Tz>()
-        .map_err(|_| ProemError::input("--timezone", format!("{value:?} is not an IANA time zone name (e.g. Europe/Berlin, UTC)")))
+    value.trim().parse::<chrono_tz::Tz>().map_err(|_| {
+        ProemError::input("--timezone", format!("{value:?} is not an IANA time zone name (e.g. Europe/Berlin, UTC)"))
+    })
 }
 
 #[cfg(test)]

@@ -72,8 +72,10 @@ impl Workspace {
         if !meta.is_dir() {
             return Err(ProemError::AgentDir { path: root.to_path_buf(), message: "is not a directory".into() });
         }
-        let dir = Dir::open_ambient_dir(root, cap_std::ambient_authority())
-            .map_err(|e| ProemError::AgentDir { path: root.to_path_buf(), message: format!("cannot be opened: {e}") })?;
+        let dir = Dir::open_ambient_dir(root, cap_std::ambient_authority()).map_err(|e| ProemError::AgentDir {
+            path: root.to_path_buf(),
+            message: format!("cannot be opened: {e}"),
+        })?;
         let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
         Ok(Workspace { root, dir })
     }

@@ -1,0 +1,138 @@
+//! Fixtures shared by the integration tests: throw-away agent directories
+//! and a fixed turn, so every test states only what it varies.
+#![allow(dead_code)]
+
+use proem_host::{Assembler, Built, Config, Tool, Turn};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// A temporary agent directory.
+pub struct Agent {
+    pub dir: tempfile::TempDir,
+}
+
+impl Agent {
+    /// An empty agent directory with a config that pins everything
+    /// machine-dependent (sandbox workdir instead of the temp path).
+    pub fn new() -> Agent {
+        let agent = Agent { dir: tempfile::tempdir().expect("temp dir") };
+        agent.config("[agent]\nid = \"testbot\"\n\n[sandbox]\nenabled = true\nworkdir = \"/workspace\"\n");
+        agent
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Writes a file (creating parent folders).
+    pub fn file(&self, name: &str, content: &str) -> &Agent {
+        self.bytes(name, content.as_bytes())
+    }
+
+    pub fn bytes(&self, name: &str, content: &[u8]) -> &Agent {
+        let p = self.path().join(name);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, content).unwrap();
+        self
+    }
+
+    /// Replaces proem.toml.
+    pub fn config(&self, toml: &str) -> &Agent {
+        self.file("proem.toml", toml)
+    }
+
+    /// Adds skills/<name>/SKILL.md.
+    pub fn skill(&self, name: &str, description: &str) -> &Agent {
+        self.file(
+            &format!("skills/{name}/SKILL.md"),
+            &format!("---\nname: {name}\ndescription: {description}\n---\n# {name}\nBody.\n"),
+        )
+    }
+
+    /// The standard persona and context files with plain content.
+    pub fn with_standard_files(&self) -> &Agent {
+        self.file("AGENTS.md", "# Rules\nBe careful.")
+            .file("SOUL.md", "# Soul\nDry wit.")
+            .file("IDENTITY.md", "Name: Testbot")
+            .file("USER.md", "# User\nLikes tea.")
+            .file("TOOLS.md", "Use exec wisely.")
+            .file("HEARTBEAT.md", "Reply HEARTBEAT_OK.")
+            .file("MEMORY.md", "- 2026-01-01: started.")
+    }
+
+    pub fn assembler(&self) -> Assembler {
+        Assembler::open(self.path(), None).expect("agent opens")
+    }
+
+    pub fn build(&self, turn: &Turn) -> Built {
+        self.assembler().build(turn).expect("build succeeds")
+    }
+
+    pub fn build_with(&self, config: Config, turn: &Turn) -> Built {
+        Assembler::with_config(self.path(), config).unwrap().build(turn).expect("build succeeds")
+    }
+
+    /// Every file under the directory with its bytes and modification time.
+    pub fn snapshot(&self) -> BTreeMap<PathBuf, (Vec<u8>, std::time::SystemTime)> {
+        snapshot(self.path())
+    }
+}
+
+pub fn snapshot(root: &Path) -> BTreeMap<PathBuf, (Vec<u8>, std::time::SystemTime)> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let entry = entry.unwrap();
+            let meta = std::fs::symlink_metadata(entry.path()).unwrap();
+            if meta.is_dir() {
+                stack.push(entry.path());
+                out.insert(entry.path(), (Vec::new(), meta.modified().unwrap()));
+            } else if meta.is_file() {
+                out.insert(entry.path(), (std::fs::read(entry.path()).unwrap(), meta.modified().unwrap()));
+            } else {
+                out.insert(entry.path(), (b"<link>".to_vec(), meta.modified().unwrap()));
+            }
+        }
+    }
+    out
+}
+
+/// A turn with a fixed clock and time zone.
+pub fn turn() -> Turn {
+    Turn {
+        now: Some(proem_host::turn::parse_now("2026-11-21T09:30:00Z").unwrap()),
+        timezone: Some("UTC".into()),
+        ..Turn::default()
+    }
+}
+
+pub fn tool(name: &str) -> Tool {
+    Tool {
+        name: name.into(),
+        description: format!("Does {name}."),
+        parameters: Some(serde_json::json!({"type": "object"})),
+    }
+}
+
+pub fn tools(names: &[&str]) -> Vec<Tool> {
+    names.iter().map(|n| tool(n)).collect()
+}
+
+/// Section ids of a build, in prompt order.
+pub fn section_ids(built: &Built) -> Vec<String> {
+    built.sections.iter().map(|s| s.id.clone()).collect()
+}
+
+/// The text between `<context_file name="NAME">` and its closing tag.
+pub fn wrapped<'a>(prompt: &'a str, tag: &str, name: &str) -> Option<&'a str> {
+    let open = format!("<{tag} name=\"{name}\">\n");
+    let start = prompt.find(&open)? + open.len();
+    let end = prompt[start..].find(&format!("\n</{tag}>"))? + start;
+    Some(&prompt[start..end])
+}
+
+/// The example agent shipped in examples/marlow.
+pub fn example_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/marlow")
+}
