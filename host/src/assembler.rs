@@ -12,6 +12,7 @@ use crate::core_sections::CoreInputs;
 use crate::error::ProemError;
 use crate::mode::{resolve_mode, Mode, SessionKind};
 use crate::report::{Built, Diagnostic, PluginReport, SectionReport, TokenReport};
+use crate::section::Section;
 use crate::skills;
 use crate::text::{neutralize, normalize_newlines, one_line};
 use crate::tokens::{TokenCounter, Tokenizer};
@@ -55,6 +56,15 @@ impl Assembler {
 
     /// Builds the prompt for one turn. Reads the workspace; never writes.
     pub fn build(&self, turn: &Turn) -> Result<Built, ProemError> {
+        self.build_with(turn, &[])
+    }
+
+    /// Builds with extra sections contributed by the caller (made with
+    /// [`Section::contributed`](crate::section::Section::contributed)). They are
+    /// merged, ordered and budgeted exactly like plugin sections: placed by
+    /// slot, replaced core sections reported, dropped first-among-optional
+    /// when over budget, never protected.
+    pub fn build_with(&self, turn: &Turn, contributed: &[Section]) -> Result<Built, ProemError> {
         let _span = tracing::info_span!("build", agent = %self.workspace.root().display()).entered();
         let config = &self.config;
         let mut diagnostics = Vec::new();
@@ -152,7 +162,7 @@ impl Assembler {
         let counter = shared_counter(tokenizer);
         let fitted = {
             let _s = tracing::info_span!("fit_budget", budget = budget_tokens, tokenizer = tokenizer.name()).entered();
-            budget::fit(&inputs, counter, budget_tokens, &mut diagnostics)?
+            budget::fit(&inputs, contributed, counter, budget_tokens, &mut diagnostics)?
         };
 
         let files = fitted.render.file_reports(&inputs);
@@ -183,7 +193,7 @@ impl Assembler {
                 zone: s.zone,
                 chars: crate::text::char_len(&s.body),
                 tokens: counter.count(&s.body),
-                truncated: fitted.render.truncated.contains(&s.id),
+                truncated: s.source == crate::section::Source::Core && fitted.render.truncated.contains(&s.id),
             })
             .collect();
         let joined = fitted.joined;

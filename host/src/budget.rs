@@ -11,9 +11,9 @@
 use crate::bootstrap::FileGroup;
 use crate::core_sections::{self, CoreInputs, CoreRender, Knobs};
 use crate::error::ProemError;
-use crate::render::{join, order, Joined};
+use crate::render::{join, merge, Joined};
 use crate::report::Diagnostic;
-use crate::section::{ids, CutClass, Section};
+use crate::section::{ids, CutClass, Section, SectionKey, Zone};
 use crate::skills::SkillsForm;
 use crate::tokens::TokenCounter;
 
@@ -40,9 +40,11 @@ pub struct Fitted {
     pub knobs: Knobs,
 }
 
-/// Renders and cuts until the prompt fits `budget` tokens.
+/// Renders, merges with the `contributed` sections, and cuts until the
+/// prompt fits `budget` tokens.
 pub fn fit(
     inputs: &CoreInputs,
+    contributed: &[Section],
     counter: &TokenCounter,
     budget: usize,
     diagnostics: &mut Vec<Diagnostic>,
@@ -51,12 +53,13 @@ pub fn fit(
     let mut knobs = untouched.clone();
     for step in 0..MAX_STEPS {
         let render = core_sections::render(inputs, &knobs);
-        let mut sections = render.sections.clone();
-        order(&mut sections);
+        let kept: Vec<Section> = contributed.iter().filter(|s| !knobs.dropped.contains(&s.key())).cloned().collect();
+        let (sections, merge_notes) = merge(render.sections.clone(), &kept, inputs.mode);
         let joined = join(&sections);
         let total = counter.count(&joined.prompt);
         if total <= budget {
-            report_cuts(inputs, &untouched, &knobs, diagnostics);
+            diagnostics.extend(merge_notes);
+            report_cuts(inputs, contributed, &untouched, &knobs, diagnostics);
             return Ok(Fitted { render, sections, joined, total_tokens: total, knobs });
         }
         if step == 0 {
@@ -71,8 +74,7 @@ pub fn fit(
     }
     // Every optional section is gone and it still does not fit.
     let render = core_sections::render(inputs, &knobs);
-    let mut sections = render.sections;
-    order(&mut sections);
+    let (sections, _) = merge(render.sections, &[], inputs.mode);
     let needed = protected_tokens(&sections, counter);
     Err(ProemError::BudgetTooSmall { needed, budget, over: needed.saturating_sub(budget) })
 }
@@ -101,7 +103,7 @@ fn turn_one_knob(
         if tokens > excess + 32 && keep >= MIN_EXTRA_CHARS && keep < current {
             knobs.extra_chars = Some(keep);
         } else {
-            knobs.dropped.insert(ids::EXTRA_CONTEXT.into());
+            knobs.dropped.insert(core_key(ids::EXTRA_CONTEXT));
         }
         return true;
     }
@@ -113,7 +115,7 @@ fn turn_one_knob(
             let remove = excess.div_ceil(per_skill.max(1)) + 1;
             knobs.skills_count = knobs.skills_count.saturating_sub(remove);
         } else {
-            knobs.dropped.insert(ids::SKILLS.into());
+            knobs.dropped.insert(core_key(ids::SKILLS));
         }
         return true;
     }
@@ -122,7 +124,7 @@ fn turn_one_knob(
     let candidate = render
         .files
         .iter()
-        .filter(|f| f.report.injected_chars > 0 && sections.iter().any(|s| s.id == group_section(f.group)))
+        .filter(|f| f.report.injected_chars > 0 && sections.iter().any(|s| s.key() == core_key(group_section(f.group))))
         .max_by_key(|f| (f.group == FileGroup::Dynamic, f.report.injected_chars, std::cmp::Reverse(f.name.clone())));
     if let Some(file) = candidate {
         let chars = file.report.injected_chars;
@@ -136,10 +138,14 @@ fn turn_one_knob(
 
     // Other optional sections (and empty file sections): the last one first.
     if let Some(last) = sections.iter().rev().find(|s| s.cut_class().is_some()) {
-        knobs.dropped.insert(last.id.clone());
+        knobs.dropped.insert(last.key());
         return true;
     }
     false
+}
+
+fn core_key(id: &str) -> SectionKey {
+    ("core".to_string(), id.to_string())
 }
 
 fn group_section(group: FileGroup) -> &'static str {
@@ -151,11 +157,17 @@ fn group_section(group: FileGroup) -> &'static str {
 }
 
 /// One diagnostic per knob the budget turned.
-fn report_cuts(inputs: &CoreInputs, untouched: &Knobs, knobs: &Knobs, diagnostics: &mut Vec<Diagnostic>) {
+fn report_cuts(
+    inputs: &CoreInputs,
+    contributed: &[Section],
+    untouched: &Knobs,
+    knobs: &Knobs,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
     if knobs == untouched {
         return;
     }
-    if knobs.dropped.contains(ids::EXTRA_CONTEXT) {
+    if knobs.dropped.contains(&core_key(ids::EXTRA_CONTEXT)) {
         diagnostics
             .push(Diagnostic::warn("budget_extra_dropped", "the extra prompt was left out to fit the token budget"));
     } else if let Some(n) = knobs.extra_chars {
@@ -165,7 +177,7 @@ fn report_cuts(inputs: &CoreInputs, untouched: &Knobs, knobs: &Knobs, diagnostic
         ));
     }
     let total = inputs.skills.len();
-    if knobs.dropped.contains(ids::SKILLS) {
+    if knobs.dropped.contains(&core_key(ids::SKILLS)) {
         diagnostics.push(Diagnostic::warn(
             "budget_skills_dropped",
             format!("the skills section ({total} skills) was left out to fit the token budget"),
@@ -189,12 +201,26 @@ fn report_cuts(inputs: &CoreInputs, untouched: &Knobs, knobs: &Knobs, diagnostic
         };
         diagnostics.push(Diagnostic::warn("budget_file_shrunk", message));
     }
-    for id in &knobs.dropped {
-        if id != ids::EXTRA_CONTEXT && id != ids::SKILLS {
+    for (source, id) in &knobs.dropped {
+        if *source != "core" || (id != ids::EXTRA_CONTEXT && id != ids::SKILLS) {
             diagnostics.push(Diagnostic::warn(
                 "budget_section_dropped",
-                format!("section {id} was left out to fit the token budget"),
+                format!("section {id} ({source}) was left out to fit the token budget"),
             ));
         }
+    }
+    let stable_cut = knobs.skills_form != untouched.skills_form
+        || knobs.skills_count != untouched.skills_count
+        || knobs.dropped.iter().any(|(source, id)| {
+            source == "core" && crate::section::core_spec(id).is_some_and(|s| s.zone == Zone::Stable)
+        })
+        || knobs.file_caps.keys().any(|name| crate::bootstrap::group_of(name) != FileGroup::Dynamic)
+        || contributed.iter().any(|s| s.zone == Zone::Stable && knobs.dropped.contains(&s.key()));
+    if stable_cut {
+        diagnostics.push(Diagnostic::info(
+            "budget_cut_stable",
+            "the budget cut content above the cache boundary, so the stable part now depends on this turn's size; \
+             raise the budget to keep the cached prefix identical across turns",
+        ));
     }
 }

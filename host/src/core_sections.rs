@@ -8,7 +8,7 @@ use crate::bootstrap::{self, BootstrapFile, FileGroup, InjectedFile};
 use crate::config::{AgentKind, Config};
 use crate::mode::Mode;
 use crate::report::FileReport;
-use crate::section::{core_section, ids, Section};
+use crate::section::{core_section, ids, Section, SectionKey};
 use crate::skills::{self, Skill, SkillsForm};
 use crate::text::{neutralize, one_line};
 use crate::tools::PromptTool;
@@ -67,8 +67,8 @@ pub struct Knobs {
     pub skills_count: usize,
     /// Tighter per-file caps.
     pub file_caps: BTreeMap<String, usize>,
-    /// Sections removed whole, by id.
-    pub dropped: BTreeSet<String>,
+    /// Sections removed whole, by (source, id).
+    pub dropped: BTreeSet<SectionKey>,
 }
 
 impl Knobs {
@@ -189,7 +189,7 @@ pub fn render(inputs: &CoreInputs, knobs: &Knobs) -> CoreRender {
     }
     let sections = bodies
         .into_iter()
-        .filter(|(id, _)| !knobs.dropped.contains(*id))
+        .filter(|(id, _)| !knobs.dropped.contains(&("core".to_string(), id.to_string())))
         .filter_map(|(id, body)| core_section(id, body))
         .filter(|s| s.modes.contains(mode))
         .collect();

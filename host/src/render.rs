@@ -1,8 +1,9 @@
 //! Ordering sections and joining them into the prompt, and the output
 //! formats the CLI and the HTTP service offer.
 
-use crate::report::Built;
-use crate::section::{Section, Zone};
+use crate::mode::Mode;
+use crate::report::{Built, Diagnostic};
+use crate::section::{core_spec, Placement, Section, Zone};
 use crate::text::{neutralize, BOUNDARY_MARKER};
 use serde_json::json;
 
@@ -11,6 +12,59 @@ use serde_json::json;
 /// never matter.
 pub fn order(sections: &mut [Section]) {
     sections.sort_by(|a, b| (a.zone, a.merge_key()).cmp(&(b.zone, b.merge_key())));
+}
+
+/// Merges the core sections with contributed ones (plugins, library callers)
+/// for `mode`, and puts them in prompt order.
+///
+/// A contributed section placed `At` a core id replaces that core section.
+/// When several replace the same id, the first by merge key wins and the
+/// others are reported; protected sections (identity, tooling, safety,
+/// workspace) cannot be replaced. Returns the sections and what happened.
+pub fn merge(core: Vec<Section>, contributed: &[Section], mode: Mode) -> (Vec<Section>, Vec<Diagnostic>) {
+    let mut diagnostics = Vec::new();
+    let mut applicable: Vec<&Section> = contributed.iter().filter(|s| s.modes.contains(mode)).collect();
+    applicable.sort_by(|a, b| a.merge_key().cmp(&b.merge_key()));
+    let mut replaced: Vec<(&'static str, &Section)> = Vec::new();
+    let mut out = core;
+    let mut added = Vec::new();
+    for section in applicable {
+        if section.slot.placement() != Placement::At {
+            added.push(section.clone());
+            continue;
+        }
+        let target = section.slot.anchor_id();
+        if core_spec(target).is_some_and(|spec| spec.protected) {
+            diagnostics.push(Diagnostic::warn(
+                "replace_refused",
+                format!(
+                    "{} asked to replace the protected section {target}; its section {} was left out",
+                    section.source, section.id
+                ),
+            ));
+            continue;
+        }
+        if let Some((_, winner)) = replaced.iter().find(|(t, _)| *t == target) {
+            diagnostics.push(Diagnostic::warn(
+                "replace_conflict",
+                format!(
+                    "section {target} is replaced by {} (section {}); the replacement from {} (section {}) was ignored",
+                    winner.source, winner.id, section.source, section.id
+                ),
+            ));
+            continue;
+        }
+        out.retain(|s| !(s.source == crate::section::Source::Core && s.id == target));
+        diagnostics.push(Diagnostic::info(
+            "section_replaced",
+            format!("section {target} is replaced by {} (section {})", section.source, section.id),
+        ));
+        replaced.push((target, section));
+        added.push(section.clone());
+    }
+    out.extend(added);
+    order(&mut out);
+    (out, diagnostics)
 }
 
 /// The prompt's text, split at the boundary.
@@ -61,7 +115,8 @@ pub enum Format {
     Openai,
 }
 
-/// Renders a build in a format. Text ends with a newline; JSON is one line.
+/// Renders a build in a format. Text ends with a newline; the JSON formats
+/// are pretty-printed objects.
 pub fn format(built: &Built, format: Format) -> String {
     match format {
         Format::Text => format!("{}\n", built.prompt),
@@ -89,6 +144,62 @@ pub fn format(built: &Built, format: Format) -> String {
 mod tests {
     use super::*;
     use crate::section::{core_section, ids};
+
+    use crate::mode::ModeSet;
+    use crate::section::Slot;
+
+    fn plugin(source: &str, id: &str, anchor: &str, placement: Placement, priority: i32) -> Section {
+        Section::contributed(
+            source,
+            id,
+            Slot::new(anchor, placement).unwrap(),
+            Zone::Stable,
+            priority,
+            ModeSet::ALL,
+            id,
+        )
+    }
+
+    fn core() -> Vec<Section> {
+        vec![
+            core_section(ids::IDENTITY, "You are x.".into()).unwrap(),
+            core_section(ids::SAFETY, "## Safety".into()).unwrap(),
+            core_section(ids::SKILLS, "## Skills".into()).unwrap(),
+        ]
+    }
+
+    #[test]
+    fn contributed_sections_merge_by_slot_priority_plugin_and_id() {
+        let contributed = vec![
+            plugin("b", "b1", ids::SAFETY, Placement::After, 0),
+            plugin("a", "a2", ids::SAFETY, Placement::After, 0),
+            plugin("a", "a1", ids::SAFETY, Placement::After, 0),
+            plugin("z", "z0", ids::SAFETY, Placement::After, -5),
+            plugin("c", "c0", ids::SKILLS, Placement::Before, 9),
+            plugin("d", "d0", ids::IDENTITY, Placement::Before, 0),
+        ];
+        let (merged, _) = merge(core(), &contributed, Mode::Full);
+        let ids: Vec<&str> = merged.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(ids, ["d0", "identity", "safety", "z0", "a1", "a2", "b1", "c0", "skills"]);
+        let mut reversed = contributed.clone();
+        reversed.reverse();
+        assert_eq!(merge(core(), &reversed, Mode::Full).0, merged);
+    }
+
+    #[test]
+    fn replacements_have_one_deterministic_winner_and_spare_protected_sections() {
+        let contributed = vec![
+            plugin("zeta", "mine", ids::SKILLS, Placement::At, 0),
+            plugin("alpha", "theirs", ids::SKILLS, Placement::At, 0),
+            plugin("evil", "nosafety", ids::SAFETY, Placement::At, -100),
+        ];
+        let (merged, diags) = merge(core(), &contributed, Mode::Full);
+        let ids: Vec<&str> = merged.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(ids, ["identity", "safety", "theirs"]);
+        let codes: Vec<&str> = diags.iter().map(|d| d.code.as_str()).collect();
+        assert_eq!(codes, ["replace_refused", "section_replaced", "replace_conflict"]);
+        assert!(diags[2].message.contains("plugin:alpha") && diags[2].message.contains("plugin:zeta"));
+    }
 
     #[test]
     fn order_ignores_input_order_and_marker_appears_once() {

@@ -62,7 +62,8 @@ impl fmt::Display for Source {
 pub enum Placement {
     /// Just before the anchor.
     Before,
-    /// In the anchor's own place (core sections, and replacements).
+    /// In the anchor's own place: a core section itself, or a contributed
+    /// section that replaces it.
     At,
     /// Just after the anchor.
     After,
@@ -136,10 +137,43 @@ impl Section {
         (self.slot, self.priority, self.source.plugin_id(), &self.id)
     }
 
-    /// How the budget may cut it; `None` when protected.
+    /// The identity the budget and reports use: (source, id).
+    pub fn key(&self) -> SectionKey {
+        (self.source.to_string(), self.id.clone())
+    }
+
+    /// A section contributed from outside the core (a plugin, or a library
+    /// caller). Its body is neutralised (it cannot forge the boundary marker
+    /// or close a wrapper tag) and it is never protected.
+    pub fn contributed(
+        source: &str,
+        id: &str,
+        slot: Slot,
+        zone: Zone,
+        priority: i32,
+        modes: ModeSet,
+        body: &str,
+    ) -> Section {
+        Section {
+            id: id.to_string(),
+            source: Source::Plugin(source.to_string()),
+            zone,
+            slot,
+            priority,
+            modes,
+            protected: false,
+            body: crate::text::neutralize(body.trim_end()),
+        }
+    }
+
+    /// How the budget may cut it; `None` when protected. Only core sections
+    /// have the special classes; every contributed section is `Optional`.
     pub fn cut_class(&self) -> Option<CutClass> {
         if self.protected {
             return None;
+        }
+        if self.source != Source::Core {
+            return Some(CutClass::Optional);
         }
         Some(match self.id.as_str() {
             ids::EXTRA_CONTEXT => CutClass::ExtraContext,
@@ -149,6 +183,9 @@ impl Section {
         })
     }
 }
+
+/// (source, id): how a section is named in reports and by the budget.
+pub type SectionKey = (String, String);
 
 /// The row of the core table describing one core section.
 #[derive(Debug, Clone, Copy)]
