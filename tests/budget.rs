@@ -190,3 +190,21 @@ fn protected_sections_over_budget_fail_with_the_overshoot() {
     let msg = err.to_string();
     assert!(msg.contains(&format!("{over} over the budget")) && msg.contains("protected sections"), "{msg}");
 }
+
+#[test]
+fn a_slightly_long_extra_prompt_is_shortened_not_dropped() {
+    let (agent, base) = heavy();
+    let a = agent.assembler();
+    let full = a.build(&Turn { budget: Some(1_000_000), ..base.clone() }).unwrap();
+    let extra_tokens = full.sections.iter().find(|s| s.id == "extra_context").unwrap().tokens;
+    let b = a.build(&Turn { budget: Some(full.tokens.total - extra_tokens / 3), ..base.clone() }).unwrap();
+    assert!(b.tokens.total <= b.tokens.budget);
+    assert!(b.diagnostics.iter().any(|d| d.code == "budget_extra_shortened"), "{:?}", b.diagnostics);
+    let extra = b.sections.iter().find(|s| s.id == "extra_context").expect("still present");
+    assert!(extra.truncated && extra.tokens < extra_tokens);
+    assert!(
+        b.dynamic.contains("Context from the caller.") && b.dynamic.contains("[… shortened to fit the token budget]")
+    );
+    assert_eq!(b.stable, full.stable, "cutting the extra prompt leaves the stable part alone");
+    assert!(!b.diagnostics.iter().any(|d| d.code == "budget_cut_stable"));
+}

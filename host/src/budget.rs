@@ -68,7 +68,7 @@ pub fn fit(
                 return Err(ProemError::BudgetTooSmall { needed, budget, over: needed - budget });
             }
         }
-        if !turn_one_knob(&render, &sections, &mut knobs, total - budget, counter) {
+        if !turn_one_knob(inputs, &render, &sections, &mut knobs, total - budget, counter) {
             break;
         }
     }
@@ -87,6 +87,7 @@ fn protected_tokens(sections: &[Section], counter: &TokenCounter) -> usize {
 
 /// Turns the first knob that can still shrink the prompt. `false` when none can.
 fn turn_one_knob(
+    inputs: &CoreInputs,
     render: &CoreRender,
     sections: &[Section],
     knobs: &mut Knobs,
@@ -97,8 +98,8 @@ fn turn_one_knob(
 
     if let Some(extra) = present(CutClass::ExtraContext).next() {
         let tokens = counter.count(&extra.body).max(1);
-        let chars = crate::text::char_len(&extra.body);
-        let current = knobs.extra_chars.unwrap_or(chars);
+        let full = inputs.extra.as_deref().map(crate::text::char_len).unwrap_or(0);
+        let current = knobs.extra_chars.unwrap_or(full).min(full);
         let keep = (current as f64 * (tokens.saturating_sub(excess + 32)) as f64 / tokens as f64) as usize;
         if tokens > excess + 32 && keep >= MIN_EXTRA_CHARS && keep < current {
             knobs.extra_chars = Some(keep);
