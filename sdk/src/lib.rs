@@ -9,6 +9,12 @@
 /// Whether `name` matches `pattern`, where `*` matches any run of characters
 /// (including none) and `?` exactly one. Matching is case-sensitive, like
 /// tool names themselves.
+///
+/// ```
+/// use proem_sdk::glob_match;
+/// assert!(glob_match("gpio_*", "gpio_write"));
+/// assert!(!glob_match("gpio_*", "i2c_scan"));
+/// ```
 pub fn glob_match(pattern: &str, name: &str) -> bool {
     let p: Vec<char> = pattern.chars().collect();
     let n: Vec<char> = name.chars().collect();
