@@ -6,13 +6,14 @@
 //! ```
 
 use crate::bootstrap;
+use crate::bootstrap::FileGroup;
 use crate::budget;
 use crate::config::{config_path, Config};
 use crate::core_sections::CoreInputs;
 use crate::error::ProemError;
 use crate::mode::{resolve_mode, Mode, SessionKind};
-use crate::report::{Built, Diagnostic, PluginReport, SectionReport, TokenReport};
-use crate::section::Section;
+use crate::report::{Built, Diagnostic, FileDetail, PluginReport, SectionReport, TokenReport};
+use crate::section::{Section, Zone};
 use crate::skills;
 use crate::text::{neutralize, normalize_newlines, one_line};
 use crate::tokens::{TokenCounter, Tokenizer};
@@ -166,6 +167,17 @@ impl Assembler {
         };
 
         let files = fitted.render.file_reports(&inputs);
+        let file_details = files
+            .iter()
+            .map(|f| {
+                let injected = fitted.render.files.iter().find(|i| i.name == f.name && !i.text.is_empty());
+                FileDetail {
+                    tokens: injected.map(|i| counter.count(&i.text)).unwrap_or(0),
+                    zone: injected.map(|i| if i.group == FileGroup::Dynamic { Zone::Dynamic } else { Zone::Stable }),
+                    source: "workspace".into(),
+                }
+            })
+            .collect();
         for f in files.iter().filter(|f| f.truncated && !fitted.knobs.file_caps.contains_key(&f.name)) {
             let why = if f.raw_chars > config.budget.per_file_chars { "per-file cap" } else { "total file cap" };
             diagnostics.push(Diagnostic::warn(
@@ -215,6 +227,7 @@ impl Assembler {
             files,
             plugins,
             diagnostics,
+            file_details,
         })
     }
 

@@ -39,26 +39,37 @@ pub fn table(built: &Built) -> String {
     out.push('\n');
     out.push_str(&grid(&["SECTION", "CHARS", "TOKENS", "ZONE", "SOURCE", "TRUNCATED"], &rows, &[1, 2]));
 
-    let mut files: Vec<_> = built.files.iter().collect();
-    files.sort_by(|a, b| {
+    let mut files: Vec<(usize, &crate::report::FileReport)> = built.files.iter().enumerate().collect();
+    files.sort_by(|(_, a), (_, b)| {
         b.injected_chars.cmp(&a.injected_chars).then(b.raw_chars.cmp(&a.raw_chars)).then(a.name.cmp(&b.name))
     });
     let rows: Vec<Vec<String>> = files
         .iter()
-        .map(|f| {
-            let zone = if matches!(f.name.as_str(), "USER.md" | "HEARTBEAT.md") { "dynamic" } else { "stable" };
+        .map(|(i, f)| {
+            let detail = built.file_details.get(*i).cloned().unwrap_or_default();
+            let zone = detail.zone.map(|z| z.as_str()).unwrap_or("-");
             let status = if f.missing {
                 "missing"
             } else if f.truncated {
                 "truncated"
+            } else if detail.zone.is_none() {
+                "not shown"
             } else {
                 "ok"
             };
-            vec![f.name.clone(), f.raw_chars.to_string(), f.injected_chars.to_string(), zone.into(), status.into()]
+            vec![
+                f.name.clone(),
+                f.raw_chars.to_string(),
+                f.injected_chars.to_string(),
+                detail.tokens.to_string(),
+                zone.into(),
+                detail.source,
+                status.into(),
+            ]
         })
         .collect();
     out.push('\n');
-    out.push_str(&grid(&["FILE", "RAW CHARS", "INJECTED", "ZONE", "STATUS"], &rows, &[1, 2]));
+    out.push_str(&grid(&["FILE", "RAW CHARS", "INJECTED", "TOKENS", "ZONE", "SOURCE", "STATUS"], &rows, &[1, 2, 3]));
 
     if !built.plugins.is_empty() {
         let rows: Vec<Vec<String>> =

@@ -88,6 +88,17 @@ pub struct FileReport {
     pub missing: bool,
 }
 
+/// More about one file, for `proem inspect` (not part of the JSON contract).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct FileDetail {
+    /// Tokens of the injected text.
+    pub tokens: usize,
+    /// Where it was injected; `None` when it was not.
+    pub zone: Option<Zone>,
+    /// `workspace` (or the plugin that supplied it).
+    pub source: String,
+}
+
 /// One plugin's outcome.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PluginReport {
@@ -125,4 +136,7 @@ pub struct Built {
     pub plugins: Vec<PluginReport>,
     /// Everything worth knowing, in the order it happened.
     pub diagnostics: Vec<Diagnostic>,
+    /// Per-file tokens, zone and source, aligned with `files` (not serialised).
+    #[serde(skip)]
+    pub file_details: Vec<FileDetail>,
 }
