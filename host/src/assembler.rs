@@ -6,14 +6,13 @@
 //! ```
 
 use crate::bootstrap;
-use crate::bootstrap::FileGroup;
 use crate::budget;
 use crate::config::{config_path, Config};
 use crate::core_sections::CoreInputs;
 use crate::error::ProemError;
 use crate::mode::{resolve_mode, Mode, SessionKind};
 use crate::report::{Built, Diagnostic, FileDetail, PluginReport, SectionReport, TokenReport};
-use crate::section::{Section, Zone};
+use crate::section::{core_spec, Section};
 use crate::skills;
 use crate::text::{neutralize, normalize_newlines, one_line};
 use crate::tokens::{TokenCounter, Tokenizer};
@@ -99,18 +98,8 @@ impl Assembler {
         let tz_name = turn.timezone.clone().unwrap_or_else(|| "UTC".to_string());
         let tz = parse_timezone(&tz_name)?;
         let now = turn.now.map(|n| n.with_timezone(&tz)).unwrap_or_else(|| chrono::Utc::now().with_timezone(&tz));
-        let provider = turn
-            .provider
-            .clone()
-            .or_else(|| config.provider.name.clone())
-            .map(|p| one_line(&p, 64))
-            .filter(|p| !p.is_empty());
-        let model = turn
-            .model
-            .clone()
-            .or_else(|| config.provider.model.clone())
-            .map(|m| one_line(&m, 96))
-            .filter(|m| !m.is_empty());
+        let provider = turn_or_config(&turn.provider, &config.provider.name, 64);
+        let model = turn_or_config(&turn.model, &config.provider.model, 96);
         let tokenizer = match &config.budget.tokenizer {
             Some(name) => Tokenizer::from_name(name).expect("validated with the config"),
             None => Tokenizer::for_model(model.as_deref().unwrap_or("")),
@@ -173,7 +162,7 @@ impl Assembler {
                 let injected = fitted.render.files.iter().find(|i| i.name == f.name && !i.text.is_empty());
                 FileDetail {
                     tokens: injected.map(|i| counter.count(&i.text)).unwrap_or(0),
-                    zone: injected.map(|i| if i.group == FileGroup::Dynamic { Zone::Dynamic } else { Zone::Stable }),
+                    zone: injected.and_then(|i| core_spec(i.group.section_id())).map(|spec| spec.zone),
                     source: "workspace".into(),
                 }
             })
@@ -243,6 +232,11 @@ impl Assembler {
         })?;
         parse_tools(&file.text, &path)
     }
+}
+
+/// The turn's value, else the config's, as one safe line; `None` when blank.
+fn turn_or_config(turn: &Option<String>, config: &Option<String>, max_chars: usize) -> Option<String> {
+    turn.as_deref().or(config.as_deref()).map(|v| one_line(v, max_chars)).filter(|v| !v.is_empty())
 }
 
 fn clean_channel(c: &str) -> String {

@@ -7,6 +7,7 @@
 use crate::config::{AgentKind, Config};
 use crate::mode::{Mode, SessionKind};
 use crate::report::{Diagnostic, FileReport};
+use crate::section::ids;
 use crate::text::{char_len, neutralize, one_line, xml_escape};
 use crate::truncate::head_tail;
 use crate::workspace::{strip_front_matter, Unavailable, Workspace};
@@ -38,6 +39,17 @@ pub enum FileGroup {
     Project,
     /// USER.md and HEARTBEAT.md: below the boundary.
     Dynamic,
+}
+
+impl FileGroup {
+    /// The core section its files are rendered in.
+    pub fn section_id(self) -> &'static str {
+        match self {
+            FileGroup::Persona => ids::PERSONA,
+            FileGroup::Project => ids::PROJECT_CONTEXT,
+            FileGroup::Dynamic => ids::DYNAMIC_FILES,
+        }
+    }
 }
 
 /// The group a file name belongs to.

@@ -13,7 +13,7 @@ use crate::core_sections::{self, CoreInputs, CoreRender, Knobs};
 use crate::error::ProemError;
 use crate::render::{join, merge, Joined};
 use crate::report::Diagnostic;
-use crate::section::{ids, CutClass, Section, SectionKey, Zone};
+use crate::section::{core_key, ids, CutClass, Section, Zone, CORE_SOURCE};
 use crate::skills::SkillsForm;
 use crate::tokens::TokenCounter;
 
@@ -125,7 +125,7 @@ fn turn_one_knob(
     let candidate = render
         .files
         .iter()
-        .filter(|f| f.report.injected_chars > 0 && sections.iter().any(|s| s.key() == core_key(group_section(f.group))))
+        .filter(|f| f.report.injected_chars > 0 && sections.iter().any(|s| s.key() == core_key(f.group.section_id())))
         .max_by_key(|f| (f.group == FileGroup::Dynamic, f.report.injected_chars, std::cmp::Reverse(f.name.clone())));
     if let Some(file) = candidate {
         let chars = file.report.injected_chars;
@@ -143,18 +143,6 @@ fn turn_one_knob(
         return true;
     }
     false
-}
-
-fn core_key(id: &str) -> SectionKey {
-    ("core".to_string(), id.to_string())
-}
-
-fn group_section(group: FileGroup) -> &'static str {
-    match group {
-        FileGroup::Persona => ids::PERSONA,
-        FileGroup::Project => ids::PROJECT_CONTEXT,
-        FileGroup::Dynamic => ids::DYNAMIC_FILES,
-    }
 }
 
 /// One diagnostic per knob the budget turned.
@@ -203,7 +191,7 @@ fn report_cuts(
         diagnostics.push(Diagnostic::warn("budget_file_shrunk", message));
     }
     for (source, id) in &knobs.dropped {
-        if *source != "core" || (id != ids::EXTRA_CONTEXT && id != ids::SKILLS) {
+        if *source != CORE_SOURCE || (id != ids::EXTRA_CONTEXT && id != ids::SKILLS) {
             diagnostics.push(Diagnostic::warn(
                 "budget_section_dropped",
                 format!("section {id} ({source}) was left out to fit the token budget"),
@@ -213,7 +201,7 @@ fn report_cuts(
     let stable_cut = knobs.skills_form != untouched.skills_form
         || knobs.skills_count != untouched.skills_count
         || knobs.dropped.iter().any(|(source, id)| {
-            source == "core" && crate::section::core_spec(id).is_some_and(|s| s.zone == Zone::Stable)
+            source == CORE_SOURCE && crate::section::core_spec(id).is_some_and(|s| s.zone == Zone::Stable)
         })
         || knobs.file_caps.keys().any(|name| crate::bootstrap::group_of(name) != FileGroup::Dynamic)
         || contributed.iter().any(|s| s.zone == Zone::Stable && knobs.dropped.contains(&s.key()));

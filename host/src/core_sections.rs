@@ -8,7 +8,7 @@ use crate::bootstrap::{self, BootstrapFile, FileGroup, InjectedFile};
 use crate::config::{AgentKind, Config};
 use crate::mode::Mode;
 use crate::report::FileReport;
-use crate::section::{core_section, ids, Section, SectionKey};
+use crate::section::{core_key, core_section, ids, Section, SectionKey};
 use crate::skills::{self, Skill, SkillsForm};
 use crate::text::{neutralize, one_line};
 use crate::tools::PromptTool;
@@ -179,17 +179,12 @@ pub fn render(inputs: &CoreInputs, knobs: &Knobs) -> CoreRender {
 
     for f in &files {
         if f.report.truncated {
-            let id = match f.group {
-                FileGroup::Persona => ids::PERSONA,
-                FileGroup::Project => ids::PROJECT_CONTEXT,
-                FileGroup::Dynamic => ids::DYNAMIC_FILES,
-            };
-            truncated.insert(id.to_string());
+            truncated.insert(f.group.section_id().to_string());
         }
     }
     let sections = bodies
         .into_iter()
-        .filter(|(id, _)| !knobs.dropped.contains(&("core".to_string(), id.to_string())))
+        .filter(|(id, _)| !knobs.dropped.contains(&core_key(id)))
         .filter_map(|(id, body)| core_section(id, body))
         .filter(|s| s.modes.contains(mode))
         .collect();

@@ -51,7 +51,7 @@ impl Source {
 impl fmt::Display for Source {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Source::Core => f.write_str("core"),
+            Source::Core => f.write_str(CORE_SOURCE),
             Source::Plugin(id) => write!(f, "plugin:{id}"),
         }
     }
@@ -186,6 +186,14 @@ impl Section {
 
 /// (source, id): how a section is named in reports and by the budget.
 pub type SectionKey = (String, String);
+
+/// How [`Source::Core`] is written in reports and section keys.
+pub const CORE_SOURCE: &str = "core";
+
+/// The key of the core section `id`.
+pub fn core_key(id: &str) -> SectionKey {
+    (CORE_SOURCE.to_string(), id.to_string())
+}
 
 /// The row of the core table describing one core section.
 #[derive(Debug, Clone, Copy)]
