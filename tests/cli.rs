@@ -35,6 +35,9 @@ fn build_prints_the_prompt_and_exits_zero() {
     assert!(text.starts_with("You are testbot"));
     assert_eq!(text.matches(proem_host::BOUNDARY_MARKER).count(), 1);
     assert_eq!(text, format!("{}\n", agent.build(&turn()).prompt), "CLI and library agree");
+    let owners = proem(&fixed(dir, &["--owner", "tg:42", "--owner", "tg:7", "--owner", "tg:42"]));
+    let text = String::from_utf8(owners.stdout).unwrap();
+    assert!(text.contains("## Owners\nThese sender ids belong to the people you work for: tg:42, tg:7."), "{text}");
 }
 
 #[test]
@@ -226,6 +229,7 @@ fn usage_errors_are_exit_2() {
         "--chat-kind",
         "--group-title",
         "--extra",
+        "--owner",
         "--tools",
         "--now",
         "--timezone",
