@@ -11,6 +11,7 @@ use crate::config::{config_path, Config};
 use crate::core_sections::CoreInputs;
 use crate::error::ProemError;
 use crate::mode::{resolve_mode, Mode, SessionKind};
+use crate::plugin::{BuildContext, BuildRun, PluginSet};
 use crate::report::{Built, Diagnostic, FileDetail, PluginReport, SectionReport, TokenReport};
 use crate::section::{core_spec, Section};
 use crate::skills;
@@ -29,6 +30,7 @@ pub struct Assembler {
     config: Config,
     config_file: PathBuf,
     config_found: bool,
+    plugins: PluginSet,
 }
 
 impl Assembler {
@@ -40,18 +42,31 @@ impl Assembler {
         let config_file = config_path(agent_dir, config);
         let config_found = config.is_some() || config_file.exists();
         let config = if config_found { Config::load(&config_file)? } else { Config::default() };
-        Ok(Assembler { workspace, config, config_file, config_found })
+        let plugins = PluginSet::load(&config.plugins, workspace.root())?;
+        Ok(Assembler { workspace, config, config_file, config_found, plugins })
     }
 
     /// An assembler with an already-parsed config.
     pub fn with_config(agent_dir: &Path, config: Config) -> Result<Assembler, ProemError> {
         let workspace = Workspace::open(agent_dir)?;
-        Ok(Assembler { config_file: agent_dir.join(crate::config::CONFIG_FILE), workspace, config, config_found: true })
+        let plugins = PluginSet::load(&config.plugins, workspace.root())?;
+        Ok(Assembler {
+            config_file: agent_dir.join(crate::config::CONFIG_FILE),
+            workspace,
+            config,
+            config_found: true,
+            plugins,
+        })
     }
 
     /// The config in use.
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// The agent's plugins, loaded (or not, with the reason), sorted by id.
+    pub fn plugins(&self) -> &PluginSet {
+        &self.plugins
     }
 
     /// Builds the prompt for one turn. Reads the workspace; never writes.
@@ -79,7 +94,7 @@ impl Assembler {
         let session = turn.session_key.as_deref().map(SessionKind::of_key).unwrap_or(SessionKind::Main);
         tracing::debug!(%mode, ?session, "mode resolved");
 
-        let files = {
+        let mut files = {
             let _s = tracing::info_span!("load_files").entered();
             bootstrap::load(&self.workspace, config, session, &mut diagnostics)
         };
@@ -104,6 +119,47 @@ impl Assembler {
             Some(name) => Tokenizer::from_name(name).expect("validated with the config"),
             None => Tokenizer::for_model(model.as_deref().unwrap_or("")),
         };
+        let channel = turn.channel.as_deref().map(clean_channel).filter(|c| !c.is_empty());
+
+        let mut run = BuildRun::default();
+        let mut plugin_sections = Vec::new();
+        if !self.plugins.is_empty() {
+            let _s = tracing::info_span!("plugins").entered();
+            let ctx = BuildContext {
+                agent_id: one_line(&config.agent_id(self.workspace.root()), 64),
+                mode,
+                provider: provider.clone(),
+                model: model.clone(),
+                channel: channel.clone(),
+                chat_kind: turn.chat_kind.map(|k| match k {
+                    ChatKind::Direct => "direct".to_string(),
+                    ChatKind::Group => "group".to_string(),
+                }),
+                tools: tools
+                    .iter()
+                    .map(|t| crate::turn::Tool {
+                        name: t.name.clone(),
+                        description: t.summary.clone(),
+                        parameters: serde_json::from_str(&t.schema).ok(),
+                    })
+                    .collect(),
+                skills: skills.clone(),
+                config_json: "{}".into(),
+                now: now.to_rfc3339(),
+                timezone: tz.name().to_string(),
+            };
+            let clock = std::time::Duration::from_secs(u64::try_from(now.timestamp()).unwrap_or(0));
+            self.plugins.report_load_failures(&mut run)?;
+            files = self.plugins.run_bootstrap(&ctx, files, clock, tokenizer, &mut run)?;
+            if session.uses_file_allowlist() {
+                let allow = &config.bootstrap.subagent_allowlist;
+                files.retain(|f| allow.contains(&f.name));
+            }
+            plugin_sections = self.plugins.run_sections(&ctx, clock, tokenizer, &mut run)?;
+            diagnostics.append(&mut run.diagnostics);
+        }
+        plugin_sections.extend(contributed.iter().cloned());
+        let contributed = &plugin_sections[..];
         let agent_id = one_line(&config.agent_id(self.workspace.root()), 64);
         let mut owners: Vec<String> = turn.owners.iter().map(|o| one_line(o, 128)).filter(|o| !o.is_empty()).collect();
         owners.sort();
@@ -132,7 +188,7 @@ impl Assembler {
             owners,
             date: now.format("%Y-%m-%d (%A)").to_string(),
             timezone: tz.name().to_string(),
-            channel: turn.channel.as_deref().map(clean_channel).filter(|c| !c.is_empty()),
+            channel,
             chat_kind: turn.chat_kind,
             group_title: match turn.chat_kind {
                 Some(ChatKind::Group) => {
@@ -163,7 +219,10 @@ impl Assembler {
                 FileDetail {
                     tokens: injected.map(|i| counter.count(&i.text)).unwrap_or(0),
                     zone: injected.and_then(|i| core_spec(i.group.section_id())).map(|spec| spec.zone),
-                    source: "workspace".into(),
+                    source: match run.file_sources.get(&f.name) {
+                        Some(plugin) => format!("plugin:{plugin}"),
+                        None => "workspace".into(),
+                    },
                 }
             })
             .collect();
@@ -174,15 +233,16 @@ impl Assembler {
                 format!("{}: {} characters cut to {} ({why}; raise [budget] per_file_chars / total_file_chars to keep more)", f.name, f.raw_chars, f.injected_chars),
             ));
         }
-        let plugins = config
+        let plugins = self
             .plugins
+            .plugins()
             .iter()
             .map(|p| {
-                diagnostics.push(Diagnostic::warn(
-                    "plugin_not_loaded",
-                    format!("plugin {}: this build of proem does not run wasm plugins yet; skipped", p.id),
-                ));
-                PluginReport { id: p.id.clone(), status: "skipped".into(), elapsed_us: 0 }
+                run.reports.remove(&p.id).unwrap_or_else(|| PluginReport {
+                    id: p.id.clone(),
+                    status: p.status().into(),
+                    elapsed_us: 0,
+                })
             })
             .collect();
         let sections = fitted
@@ -249,7 +309,7 @@ fn clean_channel(c: &str) -> String {
 
 /// One counter per tokenizer per process, so memoised counts are shared by
 /// every assembler.
-fn shared_counter(tokenizer: Tokenizer) -> &'static TokenCounter {
+pub fn shared_counter(tokenizer: Tokenizer) -> &'static TokenCounter {
     static O200K: OnceLock<TokenCounter> = OnceLock::new();
     static CL100K: OnceLock<TokenCounter> = OnceLock::new();
     match tokenizer {
@@ -260,5 +320,14 @@ fn shared_counter(tokenizer: Tokenizer) -> &'static TokenCounter {
 
 /// Lowercase hex SHA-256.
 pub fn sha256_hex(text: &str) -> String {
-    Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+    hex(&Sha256::digest(text.as_bytes()))
+}
+
+/// Lowercase hex of bytes.
+pub fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    bytes.iter().fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
 }

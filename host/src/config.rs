@@ -192,6 +192,12 @@ pub struct PluginConfig {
     /// A failure of this plugin fails the build (default false).
     #[serde(default)]
     pub required: bool,
+    /// Memory cap per call in MiB (default 32).
+    pub memory_mib: Option<u32>,
+    /// CPU deadline per call in milliseconds (default 50).
+    pub deadline_ms: Option<u32>,
+    /// Cap on each section, prefix, suffix or file it returns, in KiB (default 64).
+    pub output_kib: Option<u32>,
 }
 
 impl Config {
@@ -279,6 +285,18 @@ impl Config {
                 return err(format!("plugin id {:?} is configured twice", p.id));
             }
             ids.push(&p.id);
+            if let Err(why) = crate::plugin::Grants::parse(&p.grants) {
+                return err(format!("grants: {why}"));
+            }
+            for (key, value, range) in [
+                ("memory_mib", p.memory_mib, 1..=4096),
+                ("deadline_ms", p.deadline_ms, 1..=60_000),
+                ("output_kib", p.output_kib, 1..=1024),
+            ] {
+                if let Some(v) = value.filter(|v| !range.contains(v)) {
+                    return err(format!("{key} = {v} is outside {}..={}", range.start(), range.end()));
+                }
+            }
             match (&p.source, &p.path) {
                 (Some(_), Some(_)) => return err("give either source or path, not both".into()),
                 (None, None) => return err("give source = \"builtin:<id>\" or path = \"<file>.wasm\"".into()),

@@ -34,6 +34,14 @@ pub enum ProemError {
         /// What is wrong.
         message: String,
     },
+    /// A plugin marked `required` failed to load or to run.
+    #[error("{message}")]
+    Plugin {
+        /// The plugin id.
+        id: String,
+        /// What happened, naming the plugin.
+        message: String,
+    },
     /// A per-turn input (flag or request field) is invalid.
     #[error("{input}: {message}")]
     Input {

@@ -129,3 +129,43 @@ fn grid(header: &[&str], rows: &[Vec<String>], right: &[usize]) -> String {
     }
     out
 }
+
+/// `proem plugins`: one row per plugin with id, version, hooks, the
+/// capabilities it asks for, what was granted, where it comes from, and its
+/// status (a load failure's reason is printed below the table).
+pub fn plugins_table(set: &crate::plugin::PluginSet) -> String {
+    let mut rows = Vec::new();
+    let mut problems = String::new();
+    for p in set.plugins() {
+        let (version, hooks, asks) = match &p.state {
+            Ok(ready) => (
+                ready.info.version.clone(),
+                ready.info.hooks(),
+                if ready.info.capabilities.is_empty() { "-".into() } else { ready.info.capabilities.join(",") },
+            ),
+            Err(why) => {
+                let _ = writeln!(problems, "{}: {why}", p.id);
+                ("?".into(), "?".into(), "?".into())
+            }
+        };
+        let grants = p.grants.names();
+        rows.push(vec![
+            p.id.clone(),
+            version,
+            hooks,
+            asks,
+            if grants.is_empty() { "-".into() } else { grants.join(",") },
+            p.origin.clone(),
+            format!("{}{}", p.status(), if p.required { " (required)" } else { "" }),
+        ]);
+    }
+    if rows.is_empty() {
+        return "no plugins configured\n".into();
+    }
+    let mut out = grid(&["ID", "VERSION", "HOOKS", "ASKS FOR", "GRANTED", "SOURCE", "STATUS"], &rows, &[]);
+    if !problems.is_empty() {
+        out.push('\n');
+        out.push_str(&problems);
+    }
+    out
+}

@@ -21,6 +21,7 @@ pub mod core_sections;
 pub mod error;
 pub mod inspect;
 pub mod mode;
+pub mod plugin;
 pub mod render;
 pub mod report;
 pub mod section;

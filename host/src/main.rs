@@ -1,6 +1,8 @@
 //! The `proem` command line.
 
 use clap::{Args, Parser, Subcommand};
+use proem_host::config::PluginConfig;
+use proem_host::plugin::{builtin, PluginSet};
 use proem_host::render::{format, Format};
 use proem_host::turn::{load_tools_file, parse_now};
 use proem_host::{inspect, Assembler, ChatKind, Mode, ProemError, Turn};
@@ -35,6 +37,17 @@ enum Command {
     Inspect {
         #[command(flatten)]
         turn: TurnArgs,
+    },
+    /// List plugins: the built-in ones (no AGENT_DIR), or the agent's
+    /// configured ones, with id, version, hooks, the capabilities each asks
+    /// for, what proem.toml grants it, and whether it loads.
+    Plugins {
+        /// An agent directory whose proem.toml [[plugins]] to list.
+        #[arg(value_name = "AGENT_DIR")]
+        agent_dir: Option<PathBuf>,
+        /// Config file to use instead of AGENT_DIR/proem.toml.
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
     },
 }
 
@@ -118,6 +131,30 @@ fn run(cli: Cli) -> Result<String, ProemError> {
             Ok(out)
         }
         Command::Inspect { turn } => Ok(inspect::table(&build(&turn)?)),
+        Command::Plugins { agent_dir: Some(dir), config } => {
+            Ok(inspect::plugins_table(Assembler::open(&dir, config.as_deref())?.plugins()))
+        }
+        Command::Plugins { agent_dir: None, config: Some(_) } => {
+            Err(ProemError::input("--config", "give the agent directory too: proem plugins AGENT_DIR --config FILE"))
+        }
+        Command::Plugins { agent_dir: None, config: None } => {
+            let configs: Vec<PluginConfig> = builtin::ids()
+                .into_iter()
+                .map(|id| PluginConfig {
+                    id: id.to_string(),
+                    source: Some(format!("builtin:{id}")),
+                    path: None,
+                    grants: Vec::new(),
+                    config: None,
+                    required: false,
+                    memory_mib: None,
+                    deadline_ms: None,
+                    output_kib: None,
+                })
+                .collect();
+            let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+            Ok(inspect::plugins_table(&PluginSet::load(&configs, &here)?))
+        }
     }
 }
 

@@ -80,6 +80,11 @@ impl ModeSet {
     pub fn contains(self, mode: Mode) -> bool {
         self.0 & (1 << mode as u8) != 0
     }
+
+    /// The modes in both sets.
+    pub fn intersect(self, other: ModeSet) -> ModeSet {
+        ModeSet(self.0 & other.0)
+    }
 }
 
 /// What kind of session a session key names.

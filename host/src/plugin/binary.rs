@@ -1,0 +1,52 @@
+//! Checks on a plugin binary before anything is compiled: is it wasm, is it a
+//! component, and which plugin API version was it built for.
+
+use crate::plugin::wit;
+
+/// The custom section the SDK stamps with the API version (`0.1.0`).
+pub const API_VERSION_SECTION: &str = "proem:api-version";
+
+/// Returns the API version a binary targets, or why it cannot be loaded.
+/// Never panics, whatever the bytes.
+pub fn check(bytes: &[u8]) -> Result<String, String> {
+    const MAGIC: &[u8; 4] = b"\0asm";
+    if bytes.len() < 8 || &bytes[..4] != MAGIC {
+        return Err("not a WebAssembly file".into());
+    }
+    let layer = u16::from_le_bytes([bytes[6], bytes[7]]);
+    if layer == 0 {
+        return Err("a core wasm module, not a component: build the plugin with \
+                    `cargo build --target wasm32-wasip2` (wasm32-wasip2 output is a component)"
+            .into());
+    }
+    let mut stamped: Option<String> = None;
+    let mut exported: Vec<String> = Vec::new();
+    for payload in wasmparser::Parser::new(0).parse_all(bytes) {
+        let payload = payload.map_err(|e| format!("malformed component: {e}"))?;
+        match payload {
+            wasmparser::Payload::CustomSection(reader) if reader.name() == API_VERSION_SECTION => {
+                stamped = Some(String::from_utf8_lossy(reader.data()).trim().to_string());
+            }
+            wasmparser::Payload::ComponentExportSection(reader) => {
+                for export in reader {
+                    let export = export.map_err(|e| format!("malformed component: {e}"))?;
+                    if let Some(version) = export.name.0.strip_prefix("proem:plugin/describe@") {
+                        exported.push(version.to_string());
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let version = match (stamped, exported.first()) {
+        (Some(v), _) => v,
+        (None, Some(v)) => v.clone(),
+        (None, None) => {
+            return Err("not a proem plugin: it exports no proem:plugin/describe interface".into());
+        }
+    };
+    if !wit::is_supported(&version) {
+        return Err(format!("built for proem plugin API {version}, but this proem supports {}", wit::supported_list()));
+    }
+    Ok(version)
+}

@@ -1,0 +1,117 @@
+//! The on-disk cache of compiled components.
+//!
+//! Compiling a plugin takes tens of milliseconds; loading a compiled one
+//! takes well under one. Entries are keyed by the SHA-256 of the wasm and the
+//! engine's compatibility hash (wasmtime version, target, settings), so a
+//! different engine never sees another's entry. Each file carries a checksum
+//! of its payload, checked before wasmtime is handed the bytes: a corrupt or
+//! truncated entry is recompiled, never trusted. Writes go to a temporary
+//! file in the same directory and are renamed into place, so a reader never
+//! sees half an entry and two processes writing at once both leave a whole one.
+//!
+//! Location: `$PROEM_CACHE_DIR` (empty disables the cache), else
+//! `$XDG_CACHE_HOME/proem/components`, else `~/.cache/proem/components`.
+
+use sha2::{Digest, Sha256};
+use std::hash::{Hash, Hasher};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use wasmtime::component::Component;
+use wasmtime::Engine;
+
+const MAGIC: &[u8; 8] = b"PROEMCW1";
+const HEADER: usize = 8 + 32;
+
+/// Where compiled components are kept; `None` when caching is off.
+pub fn default_dir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("PROEM_CACHE_DIR") {
+        return (!dir.is_empty()).then(|| PathBuf::from(dir));
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").filter(|h| !h.is_empty()).map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(base.join("proem").join("components"))
+}
+
+/// How a component was obtained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// Loaded from a valid cache entry.
+    Cached,
+    /// Compiled now (no cache, no entry, or a rejected entry).
+    Compiled,
+}
+
+/// The cache file for `wasm` under `dir`.
+pub fn entry_path(dir: &Path, engine: &Engine, wasm: &[u8]) -> PathBuf {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    engine.precompile_compatibility_hash().hash(&mut h);
+    dir.join(format!("{}-{:016x}.cwasm", crate::assembler::hex(&Sha256::digest(wasm)), h.finish()))
+}
+
+/// Loads `wasm` from the cache or compiles it (and caches the result).
+pub fn load_or_compile(engine: &Engine, wasm: &[u8], dir: Option<&Path>) -> Result<(Component, Origin), String> {
+    let path = dir.map(|d| entry_path(d, engine, wasm));
+    if let Some(path) = &path {
+        if let Some(component) = read_entry(engine, path) {
+            return Ok((component, Origin::Cached));
+        }
+    }
+    let component = Component::new(engine, wasm).map_err(|e| format!("cannot compile: {}", error_chain(&e)))?;
+    if let Some(path) = &path {
+        if let Err(e) = write_entry(&component, path) {
+            tracing::warn!(path = %path.display(), "cannot write the component cache: {e}");
+        }
+    }
+    Ok((component, Origin::Compiled))
+}
+
+fn read_entry(engine: &Engine, path: &Path) -> Option<Component> {
+    let data = std::fs::read(path).ok()?;
+    if data.len() < HEADER || &data[..8] != MAGIC {
+        tracing::warn!(path = %path.display(), "component cache entry is not ours or truncated; recompiling");
+        return None;
+    }
+    let (sum, payload) = data[8..].split_at(32);
+    if Sha256::digest(payload).as_slice() != sum {
+        tracing::warn!(path = %path.display(), "component cache entry is corrupt; recompiling");
+        return None;
+    }
+    // SAFETY: the payload is byte-for-byte what `Component::serialize` wrote
+    // into a directory proem owns (checked by the SHA-256 above), and the
+    // file name binds it to this engine's compatibility hash; wasmtime
+    // re-checks the engine configuration when deserialising.
+    match unsafe { Component::deserialize(engine, payload) } {
+        Ok(component) => Some(component),
+        Err(e) => {
+            tracing::warn!(path = %path.display(), "component cache entry rejected ({e}); recompiling");
+            None
+        }
+    }
+}
+
+fn write_entry(component: &Component, path: &Path) -> std::io::Result<()> {
+    let payload = component.serialize().map_err(|e| std::io::Error::other(e.to_string()))?;
+    let dir = path.parent().expect("entries live in a directory");
+    std::fs::create_dir_all(dir)?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    tmp.write_all(MAGIC)?;
+    tmp.write_all(&Sha256::digest(&payload))?;
+    tmp.write_all(&payload)?;
+    tmp.as_file().sync_data()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+/// An error and its causes on one line.
+pub fn error_chain(e: &wasmtime::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+    }
+    crate::text::one_line(&parts.join(": "), 2000)
+}

@@ -1,0 +1,231 @@
+//! One hook call: a fresh store, the deadline, the limits, and a verdict
+//! that says in words what went wrong.
+//!
+//! Two clocks guard every call. The epoch deadline stops wasm code that runs
+//! too long (a busy loop traps within the deadline plus one tick); the
+//! wall-clock timeout stops a call blocked inside a host function (a sleep,
+//! a poll), which epochs cannot interrupt. The store is dropped after the
+//! call whatever happened, so a trapped instance is never entered again and
+//! nothing survives into the next call.
+
+use crate::plugin::cache::error_chain;
+use crate::plugin::engine::{self, PluginEngine};
+use crate::plugin::hooks::{BuildContext, PluginInfo, RawFile, RawOverlay, RawSection};
+use crate::plugin::sandbox::{LogLine, Sandbox, State};
+use crate::plugin::wit::{v0_1, Bindings};
+use std::time::{Duration, Instant};
+use wasmtime::{Store, Trap};
+
+/// A hook to call, with its arguments.
+#[derive(Debug, Clone)]
+pub enum Request {
+    /// `describe.info`.
+    Info,
+    /// `sections.contribute`.
+    Sections(BuildContext),
+    /// `overlay.overlay`.
+    Overlay(BuildContext),
+    /// `bootstrap.on-bootstrap`.
+    Bootstrap(BuildContext, Vec<RawFile>),
+}
+
+impl Request {
+    /// The hook's name for messages.
+    pub fn hook(&self) -> &'static str {
+        match self {
+            Request::Info => "describe",
+            Request::Sections(_) => "sections",
+            Request::Overlay(_) => "overlay",
+            Request::Bootstrap(..) => "agent:bootstrap",
+        }
+    }
+}
+
+/// A hook's answer.
+#[derive(Debug, Clone)]
+pub enum Response {
+    /// From `describe`.
+    Info(PluginInfo),
+    /// From `sections`.
+    Sections(Vec<RawSection>),
+    /// From `overlay`.
+    Overlay(Option<RawOverlay>),
+    /// From `agent:bootstrap`.
+    Bootstrap(Vec<RawFile>),
+}
+
+/// Why a call failed, in the words the report uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Failure {
+    /// The plugin returned `Err(message)`.
+    Returned(String),
+    /// Its wasm ran past the CPU deadline.
+    Deadline(Duration),
+    /// The call was blocked (in a host call) past the wall-clock timeout.
+    Timeout(Duration),
+    /// Memory growth beyond the cap was refused.
+    Memory {
+        /// The cap in bytes.
+        limit: usize,
+        /// The size the denied growth asked for, in bytes.
+        asked: usize,
+    },
+    /// A trap: panic, stack overflow, unreachable… with stderr when any.
+    Trap(String),
+    /// The sandbox could not be set up, or another host-side problem.
+    Host(String),
+}
+
+impl Failure {
+    /// The plugin status in the report.
+    pub fn status(&self) -> &'static str {
+        match self {
+            Failure::Returned(_) => "error",
+            Failure::Deadline(_) | Failure::Timeout(_) => "timeout",
+            Failure::Memory { .. } => "memory_limit",
+            Failure::Trap(_) => "trapped",
+            Failure::Host(_) => "failed",
+        }
+    }
+
+    /// The diagnostic code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Failure::Returned(_) => "plugin_error",
+            Failure::Deadline(_) | Failure::Timeout(_) => "plugin_timeout",
+            Failure::Memory { .. } => "plugin_memory_limit",
+            Failure::Trap(_) => "plugin_trap",
+            Failure::Host(_) => "plugin_failed",
+        }
+    }
+
+    /// What happened, for the diagnostic.
+    pub fn describe(&self) -> String {
+        match self {
+            Failure::Returned(m) => format!("returned an error: {}", crate::text::one_line(m, 500)),
+            Failure::Deadline(d) => format!("ran past its CPU deadline of {} ms and was stopped", d.as_millis()),
+            Failure::Timeout(d) => {
+                format!(
+                    "was blocked past its {} ms wall-clock timeout (inside a host call) and was stopped",
+                    d.as_millis()
+                )
+            }
+            Failure::Memory { limit, asked } => format!(
+                "hit its memory limit of {} MiB (asked to grow to {} MiB)",
+                limit / (1024 * 1024),
+                asked.div_ceil(1024 * 1024)
+            ),
+            Failure::Trap(m) => format!("trapped: {m}"),
+            Failure::Host(m) => m.clone(),
+        }
+    }
+}
+
+/// The result of one call, with what the plugin logged and how long it took.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The answer or the failure.
+    pub result: Result<Response, Failure>,
+    /// Warnings and errors it logged.
+    pub logs: Vec<LogLine>,
+    /// Wall time of the call, instantiation included.
+    pub elapsed: Duration,
+}
+
+/// Per-call limits.
+#[derive(Debug, Clone, Copy)]
+pub struct CallLimits {
+    /// CPU (epoch) deadline, also the base of the wall-clock timeout.
+    pub deadline: Duration,
+}
+
+/// Runs one hook in a fresh store.
+pub async fn call(
+    engine: &'static PluginEngine,
+    bindings: Bindings,
+    sandbox: Sandbox,
+    limits: CallLimits,
+    request: Request,
+) -> Outcome {
+    let started = Instant::now();
+    let state = match sandbox.state() {
+        Ok(s) => s,
+        Err(e) => return Outcome { result: Err(Failure::Host(e)), logs: Vec::new(), elapsed: started.elapsed() },
+    };
+    let mut store = Store::new(&engine.engine, state);
+    store.limiter(|s| &mut s.limiter);
+    store.set_epoch_deadline(engine::deadline_ticks(limits.deadline));
+    store.epoch_deadline_trap();
+    // The wall-clock timeout allows one more tick than the CPU deadline, so a
+    // busy loop is reported as a CPU overrun, not as a blocked call.
+    let wall = limits.deadline + engine::EPOCH_TICK * 2;
+    let run = tokio::time::timeout(wall, dispatch(&bindings, &mut store, request));
+    let result = match run.await {
+        Err(_) => Err(Failure::Timeout(limits.deadline)),
+        Ok(Ok(Ok(response))) => Ok(response),
+        Ok(Ok(Err(message))) => Err(Failure::Returned(message)),
+        Ok(Err(e)) => Err(classify(&e, &store, limits)),
+    };
+    let state = store.into_data();
+    Outcome { result, logs: state.logs, elapsed: started.elapsed() }
+}
+
+/// Instantiates and calls. Outer `Err`: a trap or host error; inner `Err`:
+/// the plugin's own error.
+async fn dispatch(
+    bindings: &Bindings,
+    store: &mut Store<State>,
+    request: Request,
+) -> wasmtime::Result<Result<Response, String>> {
+    match bindings {
+        Bindings::V0_1(pre) => {
+            let plugin = pre.instantiate_async(&mut *store).await?;
+            Ok(match request {
+                Request::Info => {
+                    Ok(Response::Info(v0_1::info(plugin.proem_plugin_describe().call_info(&mut *store).await?)))
+                }
+                Request::Sections(ctx) => plugin
+                    .proem_plugin_sections()
+                    .call_contribute(&mut *store, &v0_1::context(&ctx))
+                    .await?
+                    .map(|s| Response::Sections(v0_1::sections(s))),
+                Request::Overlay(ctx) => plugin
+                    .proem_plugin_overlay()
+                    .call_overlay(&mut *store, &v0_1::context(&ctx))
+                    .await?
+                    .map(|o| Response::Overlay(o.map(v0_1::overlay))),
+                Request::Bootstrap(ctx, files) => plugin
+                    .proem_plugin_bootstrap()
+                    .call_on_bootstrap(&mut *store, &v0_1::context(&ctx), &v0_1::files_in(&files))
+                    .await?
+                    .map(|f| Response::Bootstrap(v0_1::files_out(f))),
+            })
+        }
+    }
+}
+
+fn classify(e: &wasmtime::Error, store: &Store<State>, limits: CallLimits) -> Failure {
+    let state = store.data();
+    if let Some(asked) = state.limiter.denied {
+        return Failure::Memory { limit: state.limiter_cap(), asked };
+    }
+    let stderr = state.stderr_tail();
+    match e.downcast_ref::<Trap>() {
+        Some(Trap::Interrupt) => Failure::Deadline(limits.deadline),
+        Some(Trap::StackOverflow) => Failure::Trap("stack overflow".into()),
+        Some(trap) => {
+            let what = match trap {
+                Trap::UnreachableCodeReached => "the plugin panicked or aborted".to_string(),
+                other => other.to_string(),
+            };
+            Failure::Trap(match stderr {
+                Some(text) => format!("{what}; its stderr: {text}"),
+                None => what,
+            })
+        }
+        None => Failure::Trap(match stderr {
+            Some(text) => format!("{}; its stderr: {text}", error_chain(e)),
+            None => error_chain(e),
+        }),
+    }
+}

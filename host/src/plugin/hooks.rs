@@ -1,0 +1,350 @@
+//! What crosses the plugin boundary, in the host's own types, and the checks
+//! every plugin output passes before it may reach the prompt.
+//!
+//! Plugin output is untrusted: ids are checked against a small alphabet,
+//! slots must name a core section, sizes are capped, and every body is
+//! neutralised (no forged boundary marker, no closing a reserved tag), with
+//! a diagnostic when that changed anything.
+
+use crate::mode::{Mode, ModeSet};
+use crate::report::Diagnostic;
+use crate::section::{core_spec, Placement, Section, Slot, Zone, CORE_SECTIONS};
+use crate::skills::Skill;
+use crate::text::neutralize;
+use crate::turn::Tool;
+
+/// Everything a plugin may know about a turn (only non-secret inputs).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BuildContext {
+    /// The agent's id.
+    pub agent_id: String,
+    /// The resolved mode.
+    pub mode: Mode,
+    /// Provider, when known.
+    pub provider: Option<String>,
+    /// Model, when known.
+    pub model: Option<String>,
+    /// Channel, when known.
+    pub channel: Option<String>,
+    /// `direct` or `group`, when known.
+    pub chat_kind: Option<String>,
+    /// The turn's tools, prepared (sanitised, sorted, deduplicated).
+    pub tools: Vec<Tool>,
+    /// The agent's skills.
+    pub skills: Vec<Skill>,
+    /// The plugin's `config` table as JSON (set per plugin).
+    pub config_json: String,
+    /// The build's time, RFC 3339.
+    pub now: String,
+    /// IANA time zone.
+    pub timezone: String,
+}
+
+/// What a plugin says about itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PluginInfo {
+    /// The id the plugin reports (its crate name when built with the SDK).
+    pub id: String,
+    /// Its version.
+    pub version: String,
+    /// Implements `sections`.
+    pub sections: bool,
+    /// Implements `overlay`.
+    pub overlay: bool,
+    /// Implements `agent:bootstrap`.
+    pub bootstrap: bool,
+    /// Capabilities it asks for (granted only by the operator).
+    pub capabilities: Vec<String>,
+    /// The API version it was built for (`0.1`).
+    pub api_version: String,
+}
+
+impl PluginInfo {
+    /// The hooks, comma-separated, for tables.
+    pub fn hooks(&self) -> String {
+        let mut h = Vec::new();
+        if self.sections {
+            h.push("sections");
+        }
+        if self.overlay {
+            h.push("overlay");
+        }
+        if self.bootstrap {
+            h.push("bootstrap");
+        }
+        if h.is_empty() {
+            "-".into()
+        } else {
+            h.join(",")
+        }
+    }
+}
+
+/// A section as returned, before validation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawSection {
+    /// Its id.
+    pub id: String,
+    /// Where it asks to go.
+    pub slot: RawSlot,
+    /// Its zone.
+    pub zone: Zone,
+    /// Its priority.
+    pub priority: i32,
+    /// Its modes (empty: all).
+    pub modes: Vec<Mode>,
+    /// Its text.
+    pub body: String,
+}
+
+/// A slot as returned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RawSlot {
+    /// Before a core id.
+    Before(String),
+    /// After a core id.
+    After(String),
+    /// In place of a core id.
+    Replace(String),
+}
+
+/// An overlay as returned.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RawOverlay {
+    /// (section id, body).
+    pub replacements: Vec<(String, String)>,
+    /// Above the boundary.
+    pub stable_prefix: Option<String>,
+    /// Below the boundary.
+    pub dynamic_suffix: Option<String>,
+}
+
+/// A bootstrap file across the boundary.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawFile {
+    /// Workspace-relative name.
+    pub name: String,
+    /// Text, or `None` when missing.
+    pub content: Option<String>,
+}
+
+/// Caps on what one call may return.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutputCaps {
+    /// Bytes per section body, prefix, suffix or file.
+    pub max_bytes: usize,
+    /// Sections (or replacements, or files) per call.
+    pub max_items: usize,
+}
+
+/// The most sections, replacements or files one call may return.
+pub const MAX_ITEMS: usize = 64;
+
+/// The id of an overlay's stable prefix section.
+pub const STABLE_PREFIX_ID: &str = "stable_prefix";
+/// The id of an overlay's dynamic suffix section.
+pub const DYNAMIC_SUFFIX_ID: &str = "dynamic_suffix";
+
+/// Checks a plugin-chosen id: 1–64 of `a-z 0-9 _ - .`, starting with a letter or digit.
+pub fn check_id(id: &str) -> Result<(), String> {
+    let ok = !id.is_empty()
+        && id.len() <= 64
+        && id.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '_' | '-' | '.'))
+        && id.chars().next().is_some_and(|c| c.is_ascii_alphanumeric());
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("section id {:?} is not 1-64 characters of a-z, 0-9, _, -, .", shorten(id)))
+    }
+}
+
+fn check_size(what: &str, text: &str, caps: OutputCaps) -> Result<(), String> {
+    if text.len() > caps.max_bytes {
+        return Err(format!("{what} is {} bytes, over the {} byte output cap", text.len(), caps.max_bytes));
+    }
+    Ok(())
+}
+
+fn check_count(what: &str, n: usize, caps: OutputCaps) -> Result<(), String> {
+    if n > caps.max_items {
+        return Err(format!("returned {n} {what}, more than the {} allowed", caps.max_items));
+    }
+    Ok(())
+}
+
+fn anchor(id: &str) -> Result<&'static str, String> {
+    core_spec(id)
+        .map(|s| s.id)
+        .ok_or_else(|| format!("slot names {:?}, which is not a core section id (one of: {})", shorten(id), core_ids()))
+}
+
+fn core_ids() -> String {
+    CORE_SECTIONS.iter().map(|s| s.id).collect::<Vec<_>>().join(", ")
+}
+
+fn shorten(s: &str) -> String {
+    crate::text::one_line(s, 40)
+}
+
+/// Reports when neutralising a plugin's text changes it (the text carried
+/// the boundary marker or a reserved tag). The text itself is neutralised by
+/// [`Section::contributed`].
+fn note_neutralized(plugin: &str, id: &str, body: &str, diagnostics: &mut Vec<Diagnostic>) {
+    if neutralize(body) != body {
+        diagnostics.push(Diagnostic::warn(
+            "plugin_output_neutralized",
+            format!(
+                "plugin {plugin}: section {id} contained the cache-boundary marker or a reserved tag; \
+                 it was defused so it cannot split the prompt or close a wrapper"
+            ),
+        ));
+    }
+}
+
+fn modes_of(modes: &[Mode]) -> ModeSet {
+    if modes.is_empty() {
+        ModeSet::ALL
+    } else {
+        ModeSet::of(modes)
+    }
+}
+
+/// A replacement lives in the replaced section's zone and modes.
+fn replacement_section(
+    plugin: &str,
+    target: &'static str,
+    modes: ModeSet,
+    priority: i32,
+    body: &str,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Section {
+    let spec = core_spec(target).expect("anchor() checked the id");
+    let slot = Slot::new(target, Placement::At).expect("core id");
+    note_neutralized(plugin, target, body, diagnostics);
+    Section::contributed(plugin, target, slot, spec.zone, priority, modes.intersect(spec.modes), body)
+}
+
+/// Validates a `sections` result. `Err` means the whole output is invalid and
+/// the plugin is left out of the build.
+pub fn validate_sections(
+    plugin: &str,
+    raw: Vec<RawSection>,
+    caps: OutputCaps,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Result<Vec<Section>, String> {
+    check_count("sections", raw.len(), caps)?;
+    let mut seen: Vec<&str> = Vec::new();
+    for s in &raw {
+        check_id(&s.id)?;
+        if seen.contains(&s.id.as_str()) {
+            return Err(format!("section id {} is returned twice", s.id));
+        }
+        seen.push(&s.id);
+        check_size(&format!("section {}", s.id), &s.body, caps)?;
+    }
+    let mut out = Vec::new();
+    let mut notes = Vec::new();
+    for s in &raw {
+        let modes = modes_of(&s.modes);
+        let section = match &s.slot {
+            RawSlot::Replace(target) => {
+                replacement_section(plugin, anchor(target)?, modes, s.priority, &s.body, &mut notes)
+            }
+            RawSlot::Before(a) | RawSlot::After(a) => {
+                let placement = if matches!(s.slot, RawSlot::Before(_)) { Placement::Before } else { Placement::After };
+                let slot = Slot::new(anchor(a)?, placement).expect("core id");
+                note_neutralized(plugin, &s.id, &s.body, &mut notes);
+                Section::contributed(plugin, &s.id, slot, s.zone, s.priority, modes, &s.body)
+            }
+        };
+        if !section.body.trim().is_empty() || matches!(s.slot, RawSlot::Replace(_)) {
+            out.push(section);
+        }
+    }
+    diagnostics.extend(notes);
+    Ok(out)
+}
+
+/// Validates an overlay and turns it into sections: replacements in the
+/// replaced sections' places, the prefix at the very top of the stable part,
+/// the suffix at the very end of the dynamic part.
+pub fn validate_overlay(
+    plugin: &str,
+    raw: RawOverlay,
+    caps: OutputCaps,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Result<Vec<Section>, String> {
+    check_count("replacements", raw.replacements.len(), caps)?;
+    let mut out = Vec::new();
+    let mut notes = Vec::new();
+    let mut targets: Vec<&str> = Vec::new();
+    for (id, body) in &raw.replacements {
+        let target = anchor(id).map_err(|e| format!("overlay replacement: {e}"))?;
+        if targets.contains(&target) {
+            return Err(format!("overlay replaces {target} twice"));
+        }
+        targets.push(target);
+        check_size(&format!("replacement of {target}"), body, caps)?;
+        out.push(replacement_section(plugin, target, ModeSet::ALL, 0, body, &mut notes));
+    }
+    let first = CORE_SECTIONS[0].id;
+    let last = CORE_SECTIONS[CORE_SECTIONS.len() - 1].id;
+    let ends = [
+        (STABLE_PREFIX_ID, raw.stable_prefix, Zone::Stable, first, Placement::Before, i32::MIN),
+        (DYNAMIC_SUFFIX_ID, raw.dynamic_suffix, Zone::Dynamic, last, Placement::After, i32::MAX),
+    ];
+    for (id, text, zone, anchor_id, placement, priority) in ends {
+        let Some(text) = text.filter(|t| !t.trim().is_empty()) else { continue };
+        check_size(id, &text, caps)?;
+        let slot = Slot::new(anchor_id, placement).expect("core id");
+        note_neutralized(plugin, id, &text, &mut notes);
+        out.push(Section::contributed(plugin, id, slot, zone, priority, ModeSet::ALL, &text));
+    }
+    diagnostics.extend(notes);
+    Ok(out)
+}
+
+/// Drops repeated overlay prefix/suffix blocks (same text from two
+/// overlays): the first by merge order stays, the others are reported.
+pub fn dedupe_overlay_blocks(sections: &mut Vec<Section>, diagnostics: &mut Vec<Diagnostic>) {
+    sections.sort_by(|a, b| (a.zone, a.merge_key()).cmp(&(b.zone, b.merge_key())));
+    let mut kept: Vec<(String, String, String)> = Vec::new();
+    sections.retain(|s| {
+        if s.id != STABLE_PREFIX_ID && s.id != DYNAMIC_SUFFIX_ID {
+            return true;
+        }
+        if let Some((_, first, _)) = kept.iter().find(|(id, _, body)| *id == s.id && *body == s.body) {
+            diagnostics.push(Diagnostic::info(
+                "overlay_duplicate",
+                format!("{}'s {} is the same text as {first}'s; it appears once", s.source, s.id),
+            ));
+            return false;
+        }
+        kept.push((s.id.clone(), s.source.to_string(), s.body.clone()));
+        true
+    });
+}
+
+/// Validates an `agent:bootstrap` result: names must be workspace-relative
+/// file names, each once, within the size caps. Returns the new file list.
+pub fn validate_files(raw: Vec<RawFile>, caps: OutputCaps) -> Result<Vec<RawFile>, String> {
+    check_count("files", raw.len(), caps)?;
+    let mut seen: Vec<&str> = Vec::new();
+    for f in &raw {
+        let bad = f.name.len() > 128
+            || f.name.chars().any(|c| c.is_control())
+            || crate::config::check_relative_path(&f.name).is_err()
+            || f.name.ends_with('/');
+        if bad {
+            return Err(format!("file name {:?} is not a workspace-relative path", shorten(&f.name)));
+        }
+        if seen.contains(&f.name.as_str()) {
+            return Err(format!("file {} is returned twice", f.name));
+        }
+        seen.push(&f.name);
+        if let Some(text) = &f.content {
+            check_size(&format!("file {}", f.name), text, caps)?;
+        }
+    }
+    Ok(raw)
+}

@@ -1,0 +1,27 @@
+//! The wasm plugin host.
+//!
+//! ```text
+//! proem.toml [[plugins]] ─ set::PluginSet::load ─ binary::check (API version, before compiling)
+//!                                                ─ cache::load_or_compile (on-disk, checksummed)
+//!                                                ─ engine (one Engine, one Linker, epoch ticker)
+//!                                                ─ describe (what hooks, what capabilities)
+//! each build ─ run_bootstrap (agent:bootstrap, in id order) ─ run_sections (sections + overlay, concurrent)
+//!            ─ call::call (fresh store, sandbox::Sandbox, deadline, memory limit, timeout)
+//!            ─ hooks::validate_* (ids, slots, sizes, neutralised bodies) ─ merged like core sections
+//! ```
+//!
+//! `wit/` holds one module per plugin API version.
+
+pub mod binary;
+pub mod builtin;
+pub mod cache;
+pub mod call;
+pub mod engine;
+pub mod hooks;
+pub mod sandbox;
+pub mod set;
+pub mod wit;
+
+pub use hooks::{BuildContext, PluginInfo};
+pub use sandbox::{Grants, GRANT_NAMES};
+pub use set::{BuildRun, LoadedPlugin, PluginSet};

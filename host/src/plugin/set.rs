@@ -1,0 +1,460 @@
+//! The plugins of one agent: loaded once per [`Assembler`](crate::Assembler),
+//! run on every build.
+//!
+//! Loading resolves each `[[plugins]]` entry to bytes (built-in or a file),
+//! checks the API version before compiling, compiles through the on-disk
+//! cache, pre-instantiates, and asks the plugin what it is. Running calls
+//! the hooks: `agent:bootstrap` hooks one after another in plugin-id order
+//! (each sees the previous one's files), then every `sections` and `overlay`
+//! hook at once. Results are put in (plugin id) order before anything is
+//! merged, so completion order never shows in the prompt.
+
+use crate::bootstrap::{BootstrapFile, STANDARD_FILES};
+use crate::config::PluginConfig;
+use crate::error::ProemError;
+use crate::plugin::call::{self, CallLimits, Failure, Outcome, Request, Response};
+use crate::plugin::engine::{self, PluginEngine};
+use crate::plugin::hooks::{self, BuildContext, OutputCaps, PluginInfo, RawFile};
+use crate::plugin::sandbox::{Grants, Sandbox};
+use crate::plugin::wit::{v0_1, Bindings};
+use crate::plugin::{binary, builtin, cache};
+use crate::report::{Diagnostic, PluginReport};
+use crate::section::Section;
+use crate::tokens::Tokenizer;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Default memory cap per call.
+pub const DEFAULT_MEMORY_MIB: u32 = 32;
+/// Default CPU deadline per call.
+pub const DEFAULT_DEADLINE_MS: u32 = 50;
+/// Default cap on one section (or prefix, suffix, file) a plugin returns.
+pub const DEFAULT_OUTPUT_KIB: u32 = 64;
+/// The deadline for `describe` at load time (instantiation may be slow the first time).
+const DESCRIBE_DEADLINE: Duration = Duration::from_millis(500);
+
+/// One configured plugin, loaded or not.
+pub struct LoadedPlugin {
+    /// The id from proem.toml (the name in reports and `plugin:<id>`).
+    pub id: String,
+    /// `builtin:<id>` or the configured path.
+    pub origin: String,
+    /// Whether a failure fails the build.
+    pub required: bool,
+    /// What the operator granted.
+    pub grants: Grants,
+    /// The plugin's config table as JSON.
+    pub config_json: String,
+    /// Memory cap in bytes.
+    pub memory_bytes: usize,
+    /// CPU deadline per call.
+    pub deadline: Duration,
+    /// Output caps per call.
+    pub caps: OutputCaps,
+    /// Ready to run, or why not.
+    pub state: Result<Ready, String>,
+}
+
+/// A plugin that loaded.
+#[derive(Clone)]
+pub struct Ready {
+    /// Pre-instantiated bindings.
+    pub bindings: Bindings,
+    /// What it said about itself.
+    pub info: PluginInfo,
+    /// Whether the compiled code came from the cache.
+    pub cached: bool,
+}
+
+impl LoadedPlugin {
+    /// `ok`, or `load_failed` with the reason.
+    pub fn status(&self) -> &'static str {
+        if self.state.is_ok() {
+            "ok"
+        } else {
+            "load_failed"
+        }
+    }
+
+    fn sandbox(&self, agent_dir: &Path, now: Duration, tokenizer: Tokenizer) -> Sandbox {
+        Sandbox {
+            plugin: self.id.clone(),
+            grants: self.grants,
+            agent_dir: agent_dir.to_path_buf(),
+            memory_bytes: self.memory_bytes,
+            now,
+            tokenizer,
+        }
+    }
+}
+
+/// The plugins of one agent, sorted by id.
+#[derive(Default)]
+pub struct PluginSet {
+    plugins: Vec<LoadedPlugin>,
+    agent_dir: PathBuf,
+}
+
+/// What running the plugins for one build produced besides sections.
+#[derive(Debug, Default)]
+pub struct BuildRun {
+    /// Per-plugin status and time, by plugin id.
+    pub reports: BTreeMap<String, PluginReport>,
+    /// Diagnostics, in plugin-id order.
+    pub diagnostics: Vec<Diagnostic>,
+    /// Files a bootstrap hook replaced or added: file name → plugin id.
+    pub file_sources: BTreeMap<String, String>,
+}
+
+impl BuildRun {
+    fn record(&mut self, plugin: &LoadedPlugin, outcome: &Outcome, failure: Option<&Failure>) {
+        let report = self.reports.entry(plugin.id.clone()).or_insert_with(|| PluginReport {
+            id: plugin.id.clone(),
+            status: "ok".into(),
+            elapsed_us: 0,
+        });
+        report.elapsed_us += outcome.elapsed.as_micros() as u64;
+        if let Some(f) = failure {
+            if report.status == "ok" {
+                report.status = f.status().into();
+            }
+        }
+        for line in &outcome.logs {
+            let code = "plugin_log";
+            let message = format!("plugin {}: {}", plugin.id, line.message);
+            self.diagnostics.push(if line.level == tracing::Level::ERROR {
+                Diagnostic::error(code, message)
+            } else {
+                Diagnostic::warn(code, message)
+            });
+        }
+    }
+
+    /// Records a failed call; `Err` when the plugin is required.
+    fn fail(
+        &mut self,
+        plugin: &LoadedPlugin,
+        hook: &str,
+        failure: &Failure,
+        what_happens: &str,
+    ) -> Result<(), ProemError> {
+        let message = format!("plugin {} ({hook}) {}", plugin.id, failure.describe());
+        if plugin.required {
+            return Err(ProemError::Plugin { id: plugin.id.clone(), message: format!("{message}; it is required") });
+        }
+        self.diagnostics.push(Diagnostic::error(failure.code(), format!("{message}; {what_happens}")));
+        Ok(())
+    }
+}
+
+impl PluginSet {
+    /// Loads the configured plugins. A plugin that cannot load is kept with
+    /// its reason (reported on every build), unless it is `required`, which
+    /// makes this an error naming it.
+    pub fn load(configs: &[PluginConfig], agent_dir: &Path) -> Result<PluginSet, ProemError> {
+        let mut plugins: Vec<LoadedPlugin> = Vec::with_capacity(configs.len());
+        let prepared: Vec<(LoadedPlugin, Result<Vec<u8>, String>)> =
+            configs.iter().map(|c| prepare(c, agent_dir)).collect();
+        if prepared.is_empty() {
+            return Ok(PluginSet { plugins, agent_dir: agent_dir.to_path_buf() });
+        }
+        let _span = tracing::info_span!("load_plugins", count = prepared.len()).entered();
+        let cache_dir = cache::default_dir();
+        // Compile in parallel: cold compiles are the slow part of a first run.
+        let compiled: Vec<Result<Ready, String>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = prepared
+                .iter()
+                .map(|(plugin, bytes)| {
+                    let cache_dir = cache_dir.as_deref();
+                    scope.spawn(move || {
+                        let bytes = bytes.as_ref().map_err(Clone::clone)?;
+                        let ready = compile(plugin, bytes, cache_dir, agent_dir);
+                        ready.map_err(|e| format!("{}: {e}", plugin.origin))
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err("the loader thread panicked".into()))).collect()
+        });
+        for ((mut plugin, _), state) in prepared.into_iter().zip(compiled) {
+            if let Err(why) = &state {
+                if plugin.required {
+                    return Err(ProemError::Plugin {
+                        id: plugin.id.clone(),
+                        message: format!("plugin {} cannot be loaded: {why}; it is required", plugin.id),
+                    });
+                }
+                tracing::warn!(plugin = %plugin.id, "cannot load: {why}");
+            }
+            plugin.state = state;
+            plugins.push(plugin);
+        }
+        plugins.sort_by(|a, b| a.id.cmp(&b.id));
+        Ok(PluginSet { plugins, agent_dir: agent_dir.to_path_buf() })
+    }
+
+    /// The plugins, sorted by id.
+    pub fn plugins(&self) -> &[LoadedPlugin] {
+        &self.plugins
+    }
+
+    /// Whether any plugin is configured.
+    pub fn is_empty(&self) -> bool {
+        self.plugins.is_empty()
+    }
+
+    /// Reports plugins that failed to load, once per build.
+    pub fn report_load_failures(&self, run: &mut BuildRun) -> Result<(), ProemError> {
+        for p in &self.plugins {
+            if let Err(why) = &p.state {
+                run.reports.insert(
+                    p.id.clone(),
+                    PluginReport { id: p.id.clone(), status: "load_failed".into(), elapsed_us: 0 },
+                );
+                run.diagnostics.push(Diagnostic::error(
+                    "plugin_load_failed",
+                    format!("plugin {} cannot be loaded and was left out: {why}", p.id),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs the `agent:bootstrap` hooks in plugin-id order. Each sees the
+    /// files as the previous hook left them; a failing hook's change is
+    /// discarded.
+    pub fn run_bootstrap(
+        &self,
+        ctx: &BuildContext,
+        mut files: Vec<BootstrapFile>,
+        now: Duration,
+        tokenizer: Tokenizer,
+        run: &mut BuildRun,
+    ) -> Result<Vec<BootstrapFile>, ProemError> {
+        let Ok(engine) = engine::get() else { return Ok(files) };
+        for plugin in &self.plugins {
+            let Ok(ready) = &plugin.state else { continue };
+            if !ready.info.bootstrap {
+                continue;
+            }
+            let raw: Vec<RawFile> =
+                files.iter().map(|f| RawFile { name: f.name.clone(), content: f.text.clone() }).collect();
+            let request = Request::Bootstrap(with_config(ctx, plugin), raw);
+            let outcome = run_one(engine, plugin, ready, &self.agent_dir, now, tokenizer, request);
+            let result = match &outcome.result {
+                Ok(Response::Bootstrap(out)) => hooks::validate_files(out.clone(), plugin.caps)
+                    .map_err(|e| Failure::Host(format!("returned invalid files: {e}"))),
+                Ok(_) => Err(Failure::Host("answered with the wrong hook".into())),
+                Err(f) => Err(f.clone()),
+            };
+            match result {
+                Ok(out) => {
+                    run.record(plugin, &outcome, None);
+                    files = apply_files(&plugin.id, files, out, run);
+                }
+                Err(f) => {
+                    run.record(plugin, &outcome, Some(&f));
+                    run.fail(plugin, "agent:bootstrap", &f, "its change to the bootstrap files was discarded")?;
+                }
+            }
+        }
+        Ok(files)
+    }
+
+    /// Runs every `sections` and `overlay` hook concurrently and returns
+    /// their validated sections. A plugin whose call fails or whose output is
+    /// invalid contributes nothing to this build.
+    pub fn run_sections(
+        &self,
+        ctx: &BuildContext,
+        now: Duration,
+        tokenizer: Tokenizer,
+        run: &mut BuildRun,
+    ) -> Result<Vec<Section>, ProemError> {
+        let Ok(engine) = engine::get() else { return Ok(Vec::new()) };
+        let mut jobs = Vec::new();
+        for plugin in &self.plugins {
+            let Ok(ready) = &plugin.state else { continue };
+            if ready.info.sections {
+                jobs.push((plugin, ready, Request::Sections(with_config(ctx, plugin))));
+            }
+            if ready.info.overlay {
+                jobs.push((plugin, ready, Request::Overlay(with_config(ctx, plugin))));
+            }
+        }
+        let futures = jobs
+            .iter()
+            .map(|(plugin, ready, request)| {
+                let sandbox = plugin.sandbox(&self.agent_dir, now, tokenizer);
+                let limits = CallLimits { deadline: plugin.deadline };
+                call::call(engine, ready.bindings.clone(), sandbox, limits, request.clone())
+            })
+            .collect();
+        let outcomes = engine.run_all(futures);
+        let mut sections = Vec::new();
+        for ((plugin, _, request), outcome) in jobs.iter().zip(outcomes) {
+            let outcome = outcome.unwrap_or_else(|| Outcome {
+                result: Err(Failure::Host("the plugin task ended without an answer".into())),
+                logs: Vec::new(),
+                elapsed: Duration::ZERO,
+            });
+            let mut notes = Vec::new();
+            let validated = match &outcome.result {
+                Ok(Response::Sections(raw)) => {
+                    hooks::validate_sections(&plugin.id, raw.clone(), plugin.caps, &mut notes)
+                }
+                Ok(Response::Overlay(None)) => Ok(Vec::new()),
+                Ok(Response::Overlay(Some(raw))) => {
+                    hooks::validate_overlay(&plugin.id, raw.clone(), plugin.caps, &mut notes)
+                }
+                Ok(_) => Err("answered with the wrong hook".into()),
+                Err(_) => Ok(Vec::new()),
+            };
+            let failure = match (&outcome.result, validated) {
+                (Err(f), _) => Some(f.clone()),
+                (Ok(_), Err(invalid)) => Some(Failure::Host(format!("returned invalid output: {invalid}"))),
+                (Ok(_), Ok(mut good)) => {
+                    sections.append(&mut good);
+                    None
+                }
+            };
+            run.record(plugin, &outcome, failure.as_ref());
+            run.diagnostics.append(&mut notes);
+            if let Some(f) = failure {
+                run.fail(plugin, request.hook(), &f, "it was left out of this build")?;
+            }
+        }
+        hooks::dedupe_overlay_blocks(&mut sections, &mut run.diagnostics);
+        Ok(sections)
+    }
+}
+
+fn with_config(ctx: &BuildContext, plugin: &LoadedPlugin) -> BuildContext {
+    BuildContext { config_json: plugin.config_json.clone(), ..ctx.clone() }
+}
+
+fn run_one(
+    engine: &'static PluginEngine,
+    plugin: &LoadedPlugin,
+    ready: &Ready,
+    agent_dir: &Path,
+    now: Duration,
+    tokenizer: Tokenizer,
+    request: Request,
+) -> Outcome {
+    let sandbox = plugin.sandbox(agent_dir, now, tokenizer);
+    let future = call::call(engine, ready.bindings.clone(), sandbox, CallLimits { deadline: plugin.deadline }, request);
+    engine.run_all(vec![future]).pop().flatten().unwrap_or_else(|| Outcome {
+        result: Err(Failure::Host("the plugin task ended without an answer".into())),
+        logs: Vec::new(),
+        elapsed: Duration::ZERO,
+    })
+}
+
+/// Applies a hook's file list: records which files it changed or added,
+/// reports drops, and puts the files back in load order (standard files
+/// first, then the rest by name) so the hook's own ordering never matters.
+fn apply_files(
+    plugin: &str,
+    before: Vec<BootstrapFile>,
+    after: Vec<RawFile>,
+    run: &mut BuildRun,
+) -> Vec<BootstrapFile> {
+    let mut out: Vec<BootstrapFile> = Vec::with_capacity(after.len());
+    for f in after {
+        let text = f.content.map(|t| crate::text::normalize_newlines(&t).trim_end().to_string());
+        let old = before.iter().find(|b| b.name == f.name);
+        if old.map(|o| &o.text) != Some(&text) {
+            run.file_sources.insert(f.name.clone(), plugin.to_string());
+        }
+        out.push(BootstrapFile { name: f.name, text });
+    }
+    for dropped in before.iter().filter(|b| b.text.is_some() && !out.iter().any(|o| o.name == b.name)) {
+        run.diagnostics.push(Diagnostic::info(
+            "file_dropped_by_plugin",
+            format!("plugin {plugin} dropped {} from the bootstrap files", dropped.name),
+        ));
+    }
+    out.sort_by(|a, b| file_rank(&a.name).cmp(&file_rank(&b.name)));
+    out
+}
+
+fn file_rank(name: &str) -> (usize, &str) {
+    (STANDARD_FILES.iter().position(|s| *s == name).unwrap_or(STANDARD_FILES.len()), name)
+}
+
+/// Turns a config entry into a plugin record and its bytes (or why not).
+fn prepare(config: &PluginConfig, agent_dir: &Path) -> (LoadedPlugin, Result<Vec<u8>, String>) {
+    let origin = match (&config.source, &config.path) {
+        (Some(source), _) => source.clone(),
+        (None, Some(path)) => path.clone(),
+        (None, None) => String::new(),
+    };
+    let plugin = LoadedPlugin {
+        id: config.id.clone(),
+        origin: origin.clone(),
+        required: config.required,
+        grants: Grants::parse(&config.grants).unwrap_or_default(),
+        config_json: config
+            .config
+            .as_ref()
+            .map(|t| serde_json::to_string(t).unwrap_or_else(|_| "{}".into()))
+            .unwrap_or_else(|| "{}".into()),
+        memory_bytes: config.memory_mib.unwrap_or(DEFAULT_MEMORY_MIB) as usize * 1024 * 1024,
+        deadline: Duration::from_millis(config.deadline_ms.unwrap_or(DEFAULT_DEADLINE_MS).into()),
+        caps: OutputCaps {
+            max_bytes: config.output_kib.unwrap_or(DEFAULT_OUTPUT_KIB) as usize * 1024,
+            max_items: hooks::MAX_ITEMS,
+        },
+        state: Err("not loaded".into()),
+    };
+    let bytes = match (&config.source, &config.path) {
+        (Some(source), _) => {
+            let name = source.strip_prefix("builtin:").unwrap_or(source);
+            builtin::get(name)
+                .map(<[u8]>::to_vec)
+                .ok_or_else(|| format!("{source}: no such built-in plugin (built-in: {})", builtin::ids().join(", ")))
+        }
+        (None, Some(path)) => {
+            let full = agent_dir.join(path);
+            std::fs::read(&full).map_err(|e| format!("{}: cannot read the plugin: {e}", full.display()))
+        }
+        (None, None) => Err("no source or path".into()),
+    };
+    (plugin, bytes)
+}
+
+/// Checks, compiles (or loads from cache), pre-instantiates and describes.
+fn compile(plugin: &LoadedPlugin, bytes: &[u8], cache_dir: Option<&Path>, agent_dir: &Path) -> Result<Ready, String> {
+    let api = binary::check(bytes)?;
+    let engine = engine::get()?;
+    let (component, origin) = cache::load_or_compile(&engine.engine, bytes, cache_dir)?;
+    let pre = engine
+        .linker
+        .instantiate_pre(&component)
+        .map_err(|e| format!("cannot link against this proem: {}", cache::error_chain(&e)))?;
+    let bindings = match api.split('.').take(2).collect::<Vec<_>>()[..] {
+        ["0", "1"] => Bindings::V0_1(
+            v0_1::PluginPre::new(pre).map_err(|e| format!("does not match API {api}: {}", cache::error_chain(&e)))?,
+        ),
+        _ => return Err(format!("API {api} has no bindings in this proem")),
+    };
+    let sandbox = plugin.sandbox(agent_dir, Duration::ZERO, Tokenizer::O200kBase);
+    let outcome = engine
+        .run_all(vec![call::call(
+            engine,
+            bindings.clone(),
+            sandbox,
+            CallLimits { deadline: DESCRIBE_DEADLINE },
+            Request::Info,
+        )])
+        .pop()
+        .flatten()
+        .ok_or("describe ended without an answer")?;
+    let info = match outcome.result {
+        Ok(Response::Info(info)) => info,
+        Ok(_) => return Err("describe answered with the wrong hook".into()),
+        Err(f) => return Err(format!("describe {}", f.describe())),
+    };
+    Ok(Ready { bindings, info, cached: origin == cache::Origin::Cached })
+}

@@ -1,0 +1,143 @@
+//! proem:plugin@0.1.0: bindings generated from `wit/0.1.0/` and the
+//! conversions between them and the host's types.
+
+use crate::plugin::hooks::{BuildContext, PluginInfo, RawFile, RawOverlay, RawSection, RawSlot};
+use crate::plugin::sandbox::State;
+use crate::section::Zone;
+
+mod generated {
+    #![allow(missing_docs)]
+    wasmtime::component::bindgen!({
+        path: "../wit/0.1.0",
+        world: "plugin",
+        exports: { default: async },
+    });
+}
+pub use generated::{proem, Plugin, PluginPre};
+
+use proem::plugin::types as t;
+
+impl t::Host for State {}
+
+impl proem::plugin::host::Host for State {
+    fn log(&mut self, level: proem::plugin::host::LogLevel, message: String) {
+        use proem::plugin::host::LogLevel as L;
+        let level = match level {
+            L::Debug => tracing::Level::DEBUG,
+            L::Info => tracing::Level::INFO,
+            L::Warn => tracing::Level::WARN,
+            L::Error => tracing::Level::ERROR,
+        };
+        self.log(level, message);
+    }
+
+    fn count_tokens(&mut self, text: String) -> u32 {
+        self.count_tokens(&text)
+    }
+}
+
+/// Adds this version's host imports to a linker.
+pub fn add_to_linker(linker: &mut wasmtime::component::Linker<State>) -> wasmtime::Result<()> {
+    Plugin::add_to_linker::<State, wasmtime::component::HasSelf<State>>(linker, |s| s)
+}
+
+/// Builds the generated context from the host's.
+pub fn context(ctx: &BuildContext) -> t::BuildContext {
+    t::BuildContext {
+        agent_id: ctx.agent_id.clone(),
+        mode: match ctx.mode {
+            crate::Mode::Full => t::Mode::Full,
+            crate::Mode::Task => t::Mode::Task,
+            crate::Mode::Minimal => t::Mode::Minimal,
+            crate::Mode::None => t::Mode::None,
+        },
+        provider: ctx.provider.clone(),
+        model: ctx.model.clone(),
+        channel: ctx.channel.clone(),
+        chat_kind: ctx.chat_kind.clone(),
+        tools: ctx
+            .tools
+            .iter()
+            .map(|tool| t::Tool {
+                name: tool.name.clone(),
+                description: tool.description.clone(),
+                parameters_json: tool.parameters.as_ref().map(|p| p.to_string()),
+            })
+            .collect(),
+        skills: ctx
+            .skills
+            .iter()
+            .map(|s| t::Skill {
+                name: s.name.clone(),
+                description: s.description.clone(),
+                location: s.location.clone(),
+            })
+            .collect(),
+        config_json: ctx.config_json.clone(),
+        now: ctx.now.clone(),
+        timezone: ctx.timezone.clone(),
+    }
+}
+
+/// Converts plugin-info.
+pub fn info(info: t::PluginInfo) -> PluginInfo {
+    PluginInfo {
+        id: info.id,
+        version: info.version,
+        sections: info.hooks.contains(t::Hooks::SECTIONS),
+        overlay: info.hooks.contains(t::Hooks::OVERLAY),
+        bootstrap: info.hooks.contains(t::Hooks::BOOTSTRAP),
+        capabilities: info.capabilities,
+        api_version: "0.1".into(),
+    }
+}
+
+/// Converts returned sections (validated later).
+pub fn sections(sections: Vec<t::Section>) -> Vec<RawSection> {
+    sections
+        .into_iter()
+        .map(|s| RawSection {
+            id: s.id,
+            slot: match s.slot {
+                t::Slot::Before(a) => RawSlot::Before(a),
+                t::Slot::After(a) => RawSlot::After(a),
+                t::Slot::Replace(a) => RawSlot::Replace(a),
+            },
+            zone: match s.zone {
+                t::Zone::Stable => Zone::Stable,
+                t::Zone::Dynamic => Zone::Dynamic,
+            },
+            priority: s.priority,
+            modes: s
+                .modes
+                .into_iter()
+                .map(|m| match m {
+                    t::Mode::Full => crate::Mode::Full,
+                    t::Mode::Task => crate::Mode::Task,
+                    t::Mode::Minimal => crate::Mode::Minimal,
+                    t::Mode::None => crate::Mode::None,
+                })
+                .collect(),
+            body: s.body,
+        })
+        .collect()
+}
+
+/// Converts a returned overlay.
+pub fn overlay(o: t::Overlay) -> RawOverlay {
+    RawOverlay {
+        replacements: o.replacements.into_iter().map(|r| (r.id, r.body)).collect(),
+        stable_prefix: o.stable_prefix,
+        dynamic_suffix: o.dynamic_suffix,
+    }
+}
+
+/// Files to the generated type.
+pub fn files_in(files: &[RawFile]) -> Vec<t::BootstrapFile> {
+    files.iter().map(|f| t::BootstrapFile { name: f.name.clone(), content: f.content.clone() }).collect()
+}
+
+/// Files from the generated type.
+pub fn files_out(files: Vec<t::BootstrapFile>) -> Vec<RawFile> {
+    files.into_iter().map(|f| RawFile { name: f.name, content: f.content }).collect()
+}

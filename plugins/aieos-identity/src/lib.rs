@@ -1,0 +1,258 @@
+//! aieos-identity: renders an AIEOS identity document (v1.1 or v1.2, flat
+//! ZeroClaw shape or nested generator shape) into the persona section.
+//!
+//! Config: `aieos_path = "identity.json"` (relative to the agent directory,
+//! read through the `workspace-read` grant; default `aieos.json`) or `inline`
+//! (the document as a JSON string or a TOML table; it wins over the path).
+//! When the document is missing, invalid or renders to nothing, the plugin
+//! adds no section and logs a warning (a build diagnostic), so the markdown
+//! persona (SOUL.md, IDENTITY.md) stays.
+//!
+//! Every descriptive field is rendered, in document order within a block;
+//! JSON-LD keys (`@context`, `@type`, any `@…`), `standard` and `metadata` never are.
+
+use proem_sdk::{workspace, Context, Hook, Plugin, Section};
+use serde_json::{Map, Value};
+
+/// The plugin.
+#[derive(Default)]
+pub struct AieosIdentity;
+
+/// Where the document is looked for when `aieos_path` is not set.
+pub const DEFAULT_PATH: &str = "aieos.json";
+
+/// Rendered text above this many bytes is cut (the host caps a section at 64 KiB).
+pub const MAX_BYTES: usize = 60 * 1024;
+
+/// Top-level blocks in rendering order, with their headings. Other blocks
+/// follow in document order under a heading made from their key.
+const BLOCKS: [(&str, &str); 9] = [
+    ("identity", "Identity"),
+    ("psychology", "Personality"),
+    ("linguistics", "Communication Style"),
+    ("motivations", "Motivations"),
+    ("capabilities", "Capabilities"),
+    ("history", "Background"),
+    ("physicality", "Appearance"),
+    ("interests", "Interests"),
+    ("presence", "Presence"),
+];
+
+/// Top-level keys that are about the document, not the entity.
+const NOT_DESCRIPTIVE: [&str; 2] = ["standard", "metadata"];
+
+impl Plugin for AieosIdentity {
+    const HOOKS: &'static [Hook] = &[Hook::Sections];
+
+    fn capabilities(&self) -> Vec<String> {
+        vec!["workspace-read".into()]
+    }
+
+    fn sections(&self, ctx: &Context) -> Result<Vec<Section>, String> {
+        match load(ctx).and_then(|doc| render(&doc)) {
+            Ok(body) => Ok(vec![Section::replace("persona", body)]),
+            Err(why) => {
+                proem_sdk::warn(&format!("{why}; using the markdown persona (SOUL.md, IDENTITY.md) instead"));
+                Ok(Vec::new())
+            }
+        }
+    }
+}
+
+fn load(ctx: &Context) -> Result<Value, String> {
+    if let Some(inline) = ctx.config.get("inline") {
+        return match inline {
+            Value::String(text) => parse(text, "inline AIEOS document"),
+            Value::Object(_) => Ok(inline.clone()),
+            _ => Err("config `inline` must be a JSON string or a table".into()),
+        };
+    }
+    let path = ctx.config_str("aieos_path").unwrap_or(DEFAULT_PATH);
+    let text = workspace::read_to_string(path).map_err(|e| format!("cannot read the AIEOS document {e}"))?;
+    parse(&text, path)
+}
+
+/// Parses a document: it must be a JSON object.
+pub fn parse(text: &str, label: &str) -> Result<Value, String> {
+    let doc: Value = serde_json::from_str(text).map_err(|e| format!("{label} is not valid JSON ({e})"))?;
+    if !doc.is_object() {
+        return Err(format!("{label} is not a JSON object"));
+    }
+    Ok(doc)
+}
+
+/// Renders a document into the persona section's body. `Err` when nothing
+/// descriptive is in it.
+pub fn render(doc: &Value) -> Result<String, String> {
+    let Value::Object(top) = doc else { return Err("the AIEOS document is not a JSON object".into()) };
+    let mut blocks = Vec::new();
+    let known = BLOCKS.iter().filter_map(|(key, heading)| top.get(*key).map(|v| (*heading, v)));
+    let others = top
+        .iter()
+        .filter(|(k, _)| !k.starts_with('@') && !NOT_DESCRIPTIVE.contains(&k.as_str()))
+        .filter(|(k, _)| !BLOCKS.iter().any(|(b, _)| b == k))
+        .map(|(k, v)| (k.as_str(), v));
+    for (heading, value) in known.chain(others) {
+        let mut lines = Vec::new();
+        block_lines(value, 0, &mut lines);
+        if !lines.is_empty() {
+            blocks.push(format!("### {}\n{}", label(heading), lines.join("\n")));
+        }
+    }
+    if blocks.is_empty() {
+        return Err("the AIEOS document has no identity fields".into());
+    }
+    let mut out =
+        String::from("## Persona\nThis is who you are, from your AIEOS identity document. Embody it in every reply.");
+    if let Some(name) = display_name(top) {
+        out.push_str(&format!("\nYour name is {name}."));
+    }
+    for block in blocks {
+        out.push_str("\n\n");
+        out.push_str(&block);
+    }
+    Ok(cap(out))
+}
+
+/// `names.first` + `names.last` (or `full`, or a flat `name`), with the nickname.
+fn display_name(top: &Map<String, Value>) -> Option<String> {
+    let identity = top.get("identity")?;
+    let names = identity.get("names").unwrap_or(identity);
+    let get = |k: &str| names.get(k).and_then(scalar).filter(|s| !s.is_empty());
+    let name = match (get("first"), get("last")) {
+        (Some(first), Some(last)) => format!("{first} {last}"),
+        (Some(first), None) => first,
+        _ => get("full").or_else(|| get("name"))?,
+    };
+    Some(match get("nickname") {
+        Some(nick) => format!("{name} (\"{nick}\")"),
+        None => name,
+    })
+}
+
+/// Bullet lines for one value at `depth` (two spaces of indent per level).
+fn block_lines(value: &Value, depth: usize, lines: &mut Vec<String>) {
+    match value {
+        Value::Object(map) => {
+            for (key, v) in map.iter().filter(|(k, _)| !k.starts_with('@')) {
+                field_lines(key, v, depth, lines);
+            }
+        }
+        other => {
+            if let Some(text) = inline(other) {
+                lines.push(format!("{}- {text}", indent(depth)));
+            }
+        }
+    }
+}
+
+fn field_lines(key: &str, value: &Value, depth: usize, lines: &mut Vec<String>) {
+    let pad = indent(depth);
+    match value {
+        Value::Object(map) if map.values().any(|v| v.is_object() || has_objects(v)) => {
+            let mut nested = Vec::new();
+            block_lines(value, depth + 1, &mut nested);
+            if !nested.is_empty() {
+                lines.push(format!("{pad}- **{}:**", label(key)));
+                lines.extend(nested);
+            }
+        }
+        Value::Array(items) if items.iter().any(Value::is_object) => {
+            let rendered: Vec<String> = items.iter().filter_map(inline).collect();
+            if !rendered.is_empty() {
+                lines.push(format!("{pad}- **{}:**", label(key)));
+                lines.extend(rendered.into_iter().map(|r| format!("{pad}  - {r}")));
+            }
+        }
+        other => {
+            if let Some(text) = inline(other) {
+                lines.push(format!("{pad}- **{}:** {text}", label(key)));
+            }
+        }
+    }
+}
+
+fn has_objects(v: &Value) -> bool {
+    matches!(v, Value::Array(items) if items.iter().any(Value::is_object))
+}
+
+/// A value on one line; `None` when it holds nothing (null, "", [], {}).
+fn inline(value: &Value) -> Option<String> {
+    match value {
+        Value::Array(items) => {
+            let mut seen: Vec<String> = Vec::new();
+            for text in items.iter().filter_map(inline) {
+                if !seen.iter().any(|s| s.eq_ignore_ascii_case(&text)) {
+                    seen.push(text);
+                }
+            }
+            (!seen.is_empty()).then(|| seen.join(", "))
+        }
+        Value::Object(map) => {
+            let parts: Vec<String> = map
+                .iter()
+                .filter(|(k, _)| !k.starts_with('@'))
+                .filter_map(|(k, v)| {
+                    let text = inline(v)?;
+                    Some(if v.is_object() {
+                        format!("{}: ({text})", label(k))
+                    } else {
+                        format!("{}: {text}", label(k))
+                    })
+                })
+                .collect();
+            (!parts.is_empty()).then(|| parts.join("; "))
+        }
+        other => scalar(other).filter(|s| !s.is_empty()),
+    }
+}
+
+fn scalar(value: &Value) -> Option<String> {
+    match value {
+        Value::String(s) => Some(one_line(s)),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(if *b { "yes" } else { "no" }.to_string()),
+        _ => None,
+    }
+}
+
+/// Untrusted text on one line: control characters and newlines become spaces.
+fn one_line(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for word in s.split(|c: char| c.is_whitespace() || c.is_control()).filter(|w| !w.is_empty()) {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
+    out
+}
+
+/// `core_values` → `Core values`.
+fn label(key: &str) -> String {
+    let spaced = one_line(&key.replace('_', " "));
+    let mut chars = spaced.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => spaced,
+    }
+}
+
+fn indent(depth: usize) -> String {
+    "  ".repeat(depth)
+}
+
+fn cap(mut text: String) -> String {
+    if text.len() <= MAX_BYTES {
+        return text;
+    }
+    let mut end = MAX_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.truncate(end);
+    text.push_str("\n[AIEOS document cut to fit]");
+    text
+}
+
+proem_sdk::register_plugin!(AieosIdentity);
