@@ -139,10 +139,15 @@ macro_rules! register_plugin {
         // The exports exist only in the wasm build: natively (a plugin's own
         // unit tests) there is no host to call them, and their names are not
         // valid native symbols.
+        // Natively, keep the plugin "used" so its own unit tests build without
+        // dead-code warnings.
+        #[cfg(not(target_arch = "wasm32"))]
+        const _: fn() -> $crate::__private::Export<$plugin> = $crate::__private::Export::<$plugin>::native;
+
         #[cfg(target_arch = "wasm32")]
         const _: () = {
             type __ProemExport = $crate::__private::Export<$plugin>;
-            $crate::__private::wit::__export_proem_plugin!(__ProemExport with_types_in $crate::__private::wit);
+    $crate::__private::wit::__export_proem_plugin!(__ProemExport with_types_in $crate::__private::wit);
 
             #[link_section = "proem:api-version"]
             #[used]

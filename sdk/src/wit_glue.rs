@@ -30,6 +30,20 @@ use wit::proem::plugin::types as t;
 #[doc(hidden)]
 pub struct Export<P>(PhantomData<P>);
 
+impl<P: Plugin + crate::__private::Meta> Export<P> {
+    /// Touches every export, so a native build of a plugin sees its code as used.
+    #[doc(hidden)]
+    pub fn native() -> Export<P> {
+        let _ = (
+            <Self as describe::Guest>::info as fn() -> _,
+            <Self as sections::Guest>::contribute as fn(_) -> _,
+            <Self as overlay::Guest>::overlay as fn(_) -> _,
+            <Self as bootstrap::Guest>::on_bootstrap as fn(_, _) -> _,
+        );
+        Export(PhantomData)
+    }
+}
+
 impl<P: Plugin + crate::__private::Meta> describe::Guest for Export<P> {
     fn info() -> t::PluginInfo {
         let mut hooks = t::Hooks::empty();

@@ -132,7 +132,91 @@ pub fn wrapped<'a>(prompt: &'a str, tag: &str, name: &str) -> Option<&'a str> {
     Some(&prompt[start..end])
 }
 
-/// The example agent shipped in examples/marlow.
+/// The example agent shipped in examples/marlow (its plugins compile into
+/// the test cache, see [`plugin_env`]).
 pub fn example_dir() -> PathBuf {
+    plugin_env();
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/marlow")
+}
+
+/// Points the compiled-component cache at a directory under the build's
+/// target dir, so tests never write into the user's ~/.cache. Call first in
+/// every test that loads plugins.
+pub fn plugin_env() -> PathBuf {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("proem-test-cache");
+        std::fs::create_dir_all(&dir).unwrap();
+        // Safe enough here: std serialises its own environment access, and
+        // this runs before any plugin (or other env reader) in the process.
+        std::env::set_var("PROEM_CACHE_DIR", &dir);
+        dir
+    })
+    .clone()
+}
+
+/// The wasm of a guest built by host/build.rs (`fixture`, `persona-swap`, …).
+pub fn guest_wasm(crate_name: &str) -> Vec<u8> {
+    let path = Path::new(env!("PROEM_GUEST_DIR")).join(format!("{}.wasm", crate_name.replace('-', "_")));
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+impl Agent {
+    /// Copies a guest into `plugins/<file>` of the agent directory.
+    pub fn guest(&self, crate_name: &str, file: &str) -> &Agent {
+        self.bytes(&format!("plugins/{file}"), &guest_wasm(crate_name))
+    }
+
+    /// An agent with the standard files, the fixture guest at
+    /// plugins/fixture.wasm and this `[[plugins]]` TOML appended to the config.
+    pub fn with_plugins(plugins_toml: &str) -> Agent {
+        plugin_env();
+        let agent = Agent::new();
+        agent.with_standard_files().guest("proem-fixture-guest", "fixture.wasm");
+        agent.config(&format!(
+            "[agent]\nid = \"testbot\"\n\n[sandbox]\nenabled = true\nworkdir = \"/workspace\"\n\n{plugins_toml}"
+        ));
+        agent
+    }
+}
+
+/// The CPU deadline tests give well-behaved plugins: generous, so a loaded
+/// CI machine never turns a correct plugin into a timeout. Tests of the
+/// deadline itself set their own with [`with_deadline`].
+pub const TEST_DEADLINE: &str = "deadline_ms = 5000";
+
+/// The `[[plugins]]` entry for the fixture guest with `behave` and extra config.
+pub fn fixture(id: &str, behave: &str, extra: &str) -> String {
+    format!(
+        "[[plugins]]\nid = \"{id}\"\npath = \"plugins/fixture.wasm\"\n{TEST_DEADLINE}\nconfig = {{ behave = \"{behave}\"{}{extra} }}\n\n",
+        if extra.is_empty() { "" } else { ", " }
+    )
+}
+
+/// The `[[plugins]]` entry for an official plugin.
+pub fn builtin(id: &str, extra: &str) -> String {
+    format!("[[plugins]]\nid = \"{id}\"\nsource = \"builtin:{id}\"\n{TEST_DEADLINE}\n{extra}\n\n")
+}
+
+/// A plugin entry with its deadline set to `ms` (the default when `None`).
+pub fn with_deadline(entry: &str, ms: Option<u32>) -> String {
+    match ms {
+        Some(ms) => entry.replace(TEST_DEADLINE, &format!("deadline_ms = {ms}")),
+        None => entry.replace(TEST_DEADLINE, ""),
+    }
+}
+
+/// The diagnostic codes of a build.
+pub fn codes(built: &Built) -> Vec<String> {
+    built.diagnostics.iter().map(|d| d.code.clone()).collect()
+}
+
+/// The status of plugin `id` in a build's report.
+pub fn plugin_status(built: &Built, id: &str) -> String {
+    built.plugins.iter().find(|p| p.id == id).map(|p| p.status.clone()).unwrap_or_else(|| "absent".into())
+}
+
+/// The message of the first diagnostic with `code`.
+pub fn diagnostic<'a>(built: &'a Built, code: &str) -> Option<&'a str> {
+    built.diagnostics.iter().find(|d| d.code == code).map(|d| d.message.as_str())
 }

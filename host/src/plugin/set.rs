@@ -153,6 +153,16 @@ impl PluginSet {
     /// its reason (reported on every build), unless it is `required`, which
     /// makes this an error naming it.
     pub fn load(configs: &[PluginConfig], agent_dir: &Path) -> Result<PluginSet, ProemError> {
+        PluginSet::load_with_cache(configs, agent_dir, cache::default_dir().as_deref())
+    }
+
+    /// [`PluginSet::load`] with an explicit compiled-component cache
+    /// directory (`None`: compile every time, write nothing).
+    pub fn load_with_cache(
+        configs: &[PluginConfig],
+        agent_dir: &Path,
+        cache_dir: Option<&Path>,
+    ) -> Result<PluginSet, ProemError> {
         let mut plugins: Vec<LoadedPlugin> = Vec::with_capacity(configs.len());
         let prepared: Vec<(LoadedPlugin, Result<Vec<u8>, String>)> =
             configs.iter().map(|c| prepare(c, agent_dir)).collect();
@@ -160,13 +170,11 @@ impl PluginSet {
             return Ok(PluginSet { plugins, agent_dir: agent_dir.to_path_buf() });
         }
         let _span = tracing::info_span!("load_plugins", count = prepared.len()).entered();
-        let cache_dir = cache::default_dir();
         // Compile in parallel: cold compiles are the slow part of a first run.
         let compiled: Vec<Result<Ready, String>> = std::thread::scope(|scope| {
             let handles: Vec<_> = prepared
                 .iter()
                 .map(|(plugin, bytes)| {
-                    let cache_dir = cache_dir.as_deref();
                     scope.spawn(move || {
                         let bytes = bytes.as_ref().map_err(Clone::clone)?;
                         let ready = compile(plugin, bytes, cache_dir, agent_dir);

@@ -8,7 +8,8 @@
 //! adds no section and logs a warning (a build diagnostic), so the markdown
 //! persona (SOUL.md, IDENTITY.md) stays.
 //!
-//! Every descriptive field is rendered, in document order within a block;
+//! Every descriptive field is rendered: blocks in a fixed order, keys within
+//! a block alphabetically (so key order in the file never changes the prompt);
 //! JSON-LD keys (`@context`, `@type`, any `@…`), `standard` and `metadata` never are.
 
 use proem_sdk::{workspace, Context, Hook, Plugin, Section};
@@ -228,9 +229,28 @@ fn one_line(s: &str) -> String {
     out
 }
 
-/// `core_values` → `Core values`.
+/// `core_values` → `Core values`; known acronyms upper-cased (`mbti` → `MBTI`).
 fn label(key: &str) -> String {
-    let spaced = one_line(&key.replace('_', " "));
+    const ACRONYMS: [(&str, &str); 7] = [
+        ("mbti", "MBTI"),
+        ("ocean", "OCEAN"),
+        ("tts", "TTS"),
+        ("uri", "URI"),
+        ("id", "ID"),
+        ("ipv4", "IPv4"),
+        ("ipv6", "IPv6"),
+    ];
+    let spaced: Vec<String> = one_line(&key.replace('_', " "))
+        .split(' ')
+        .map(|w| {
+            ACRONYMS
+                .iter()
+                .find(|(a, _)| w.eq_ignore_ascii_case(a))
+                .map(|(_, up)| up.to_string())
+                .unwrap_or_else(|| w.to_string())
+        })
+        .collect();
+    let spaced = spaced.join(" ");
     let mut chars = spaced.chars();
     match chars.next() {
         Some(first) => first.to_uppercase().chain(chars).collect(),

@@ -1,0 +1,353 @@
+//! The official plugins end to end (embedded wasm, real sandbox), the merge
+//! order under shuffled configs, the example third-party plugin, `proem
+//! plugins`, refusal of incompatible binaries and the compiled-component cache.
+
+mod common;
+
+use common::*;
+use proem_host::plugin::{cache, PluginSet};
+use proem_host::Turn;
+use std::process::Command;
+
+fn model_turn(model: &str) -> Turn {
+    Turn { model: Some(model.into()), ..turn() }
+}
+
+// ---------------------------------------------------------------- hardware-access
+
+#[test]
+fn hardware_access_names_exactly_the_hardware_tools_present() {
+    let agent = Agent::with_plugins(&builtin("hardware-access", ""));
+    let t = Turn { tools: Some(tools(&["shell", "i2c_scan", "gpio_write", "GPIO_READ", "pico_flash"])), ..turn() };
+    let built = agent.build(&t);
+    let section = built.stable.split("## Hardware Access").nth(1).expect("section present");
+    let section = section.split("\n\n## ").next().unwrap();
+    for present in ["`gpio_write`", "`i2c_scan`", "`pico_flash`"] {
+        assert!(section.contains(present), "{present} in {section}");
+    }
+    for absent in ["gpio_read", "GPIO_READ", "shell", "arduino_upload"] {
+        assert!(!section.contains(&format!("`{absent}`")), "{absent} must not be listed");
+    }
+    // Right after the tool list, from the plugin, above the boundary.
+    let ids = section_ids(&built);
+    let at = ids.iter().position(|i| i == "hardware_access").unwrap();
+    assert_eq!(ids[at - 1], "tooling");
+    assert_eq!(built.sections[at].source, "plugin:hardware-access");
+
+    let none = agent.build(&Turn { tools: Some(tools(&["shell", "web_search"])), ..turn() });
+    assert!(!none.prompt.contains("Hardware Access"));
+    assert_eq!(plugin_status(&none, "hardware-access"), "ok");
+}
+
+#[test]
+fn hardware_access_patterns_are_configurable() {
+    let agent = Agent::with_plugins(&builtin("hardware-access", "config = { patterns = [\"rpi_*\"] }"));
+    let built = agent.build(&Turn { tools: Some(tools(&["gpio_write", "rpi_blink"])), ..turn() });
+    assert!(built.prompt.contains("`rpi_blink`"));
+    assert!(!built.prompt.contains("`gpio_write`"));
+}
+
+// ---------------------------------------------------------------- gpt5-overlay
+
+#[test]
+fn gpt5_overlay_applies_to_the_gpt5_family_only() {
+    let agent = Agent::with_plugins(&builtin("gpt5-overlay", ""));
+    for model in ["gpt-5", "gpt-5.1", "openai/gpt-5-mini", "GPT-5.2-codex"] {
+        let built = agent.build(&model_turn(model));
+        assert!(built.stable.starts_with("## Working Contract"), "{model}: the contract is the stable prefix");
+        assert!(built.stable.contains("## Interaction Style"), "{model}: friendly by default");
+        assert!(!built.dynamic.contains("Working Contract"));
+    }
+    for model in ["gpt-4o", "gpt-50", "claude-sonnet-4", "my-gpt-5"] {
+        let built = agent.build(&model_turn(model));
+        assert!(!built.prompt.contains("Working Contract"), "{model}");
+        assert!(!built.prompt.contains("## Interaction Style"), "{model}");
+    }
+}
+
+#[test]
+fn gpt5_overlay_personality_off_keeps_the_contract_only() {
+    let agent = Agent::with_plugins(&builtin("gpt5-overlay", "config = { personality = \"off\" }"));
+    let built = agent.build(&model_turn("gpt-5.1"));
+    assert!(built.stable.starts_with("## Working Contract"));
+    assert!(!built.prompt.contains("## Interaction Style"));
+    let bad = Agent::with_plugins(&builtin("gpt5-overlay", "config = { personality = \"grumpy\" }"));
+    let built = bad.build(&model_turn("gpt-5.1"));
+    assert_eq!(plugin_status(&built, "gpt5-overlay"), "error");
+    assert!(diagnostic(&built, "plugin_error").unwrap().contains("grumpy"));
+}
+
+#[test]
+fn gpt5_overlay_does_not_touch_the_dynamic_part_or_other_stable_sections() {
+    let plain = Agent::with_plugins("");
+    let with = Agent::with_plugins(&builtin("gpt5-overlay", "config = { personality = \"off\" }"));
+    let a = plain.build(&model_turn("gpt-5.1"));
+    let b = with.build(&model_turn("gpt-5.1"));
+    assert_eq!(a.dynamic, b.dynamic);
+    let contract_end = b.stable.find("\n\nYou are").expect("identity follows the contract");
+    assert_eq!(&b.stable[contract_end + 2..], a.stable);
+}
+
+// ---------------------------------------------------------------- aieos-identity
+
+fn aieos_agent(doc: Option<&str>, extra: &str) -> Agent {
+    let agent = Agent::with_plugins(&builtin("aieos-identity", &format!("grants = [\"workspace-read\"]\n{extra}")));
+    if let Some(doc) = doc {
+        agent.file("aieos.json", doc);
+    }
+    agent
+}
+
+fn reference_doc() -> String {
+    std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/aieos-identity/tests/docs/v1.1-nested.json"),
+    )
+    .unwrap()
+}
+
+#[test]
+fn aieos_renders_the_document_into_the_persona_section() {
+    let built = aieos_agent(Some(&reference_doc()), "").build(&turn());
+    let persona = built.sections.iter().find(|s| s.id == "persona").unwrap();
+    assert_eq!(persona.source, "plugin:aieos-identity");
+    assert!(built.stable.contains("Your name is Juniper Haverkamp (\"Juni\")."));
+    assert!(built.stable.contains("Plant it and see."));
+    assert!(!built.prompt.contains("Dry wit."), "SOUL.md is replaced by the AIEOS persona");
+    for never in
+        ["@context", "aieos:AIEntityObject", "9b2d7c1e", "proem-test-writer", "aieos.schema.json", "2026-06-12"]
+    {
+        assert!(!built.prompt.contains(never), "{never} must not be rendered");
+    }
+    assert_eq!(plugin_status(&built, "aieos-identity"), "ok");
+}
+
+#[test]
+fn aieos_inline_documents_work_without_a_grant() {
+    let agent = Agent::with_plugins(&builtin(
+        "aieos-identity",
+        "config = { inline = '{\"identity\": {\"names\": {\"first\": \"Ada\"}}, \"psychology\": {\"mbti\": \"INTJ\"}}' }",
+    ));
+    let built = agent.build(&turn());
+    assert!(built.stable.contains("Your name is Ada."));
+    assert!(built.stable.contains("**MBTI:** INTJ"));
+}
+
+#[test]
+fn aieos_falls_back_to_the_markdown_persona_with_a_diagnostic() {
+    let markdown = Agent::with_plugins("").build(&turn()).prompt;
+    let cases: [(Option<&str>, &str, &str); 5] = [
+        (None, "", "cannot read the AIEOS document"),
+        (Some("{ not json"), "", "not valid JSON"),
+        (Some("[1, 2]"), "", "not a JSON object"),
+        (Some("{\"@context\": {}, \"metadata\": {\"generator\": \"x\"}, \"identity\": {\"names\": {\"first\": \"\"}}}"), "", "no identity fields"),
+        (Some(&reference_doc()), "NO GRANT", "cannot read the AIEOS document"),
+    ];
+    for (doc, flag, why) in cases {
+        let agent = if flag == "NO GRANT" {
+            let a = Agent::with_plugins(&builtin("aieos-identity", ""));
+            a.file("aieos.json", doc.unwrap());
+            a
+        } else {
+            aieos_agent(doc, "")
+        };
+        let built = agent.build(&turn());
+        assert_eq!(built.prompt, markdown, "{why}: the markdown persona stays");
+        let d = diagnostic(&built, "plugin_log").unwrap_or_else(|| panic!("{why}: {:?}", built.diagnostics));
+        assert!(d.contains("plugin aieos-identity") && d.contains(why) && d.contains("markdown persona"), "{d}");
+    }
+}
+
+// ---------------------------------------------------------------- determinism
+
+#[test]
+fn the_prompt_is_byte_identical_over_shuffled_plugin_orders() {
+    plugin_env();
+    let entries = [
+        builtin("hardware-access", ""),
+        builtin("gpt5-overlay", ""),
+        builtin("aieos-identity", "grants = [\"workspace-read\"]"),
+        fixture("fix-a", "sections", "text = \"From A.\", after = \"safety\""),
+        fixture("fix-b", "sections", "text = \"From B.\", after = \"safety\""),
+        fixture("fix-c", "sections", "text = \"From C.\", after = \"safety\", zone = \"dynamic\""),
+        fixture("fix-over", "overlay", "suffix = \"## Suffix\\nLast words.\""),
+    ];
+    let t = Turn { tools: Some(tools(&["gpio_read", "shell"])), model: Some("gpt-5.1".into()), ..turn() };
+    let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut first: Option<String> = None;
+    for round in 0..12 {
+        let mut order: Vec<usize> = (0..entries.len()).collect();
+        for i in (1..order.len()).rev() {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            order.swap(i, (seed % (i as u64 + 1)) as usize);
+        }
+        let toml: String = order.iter().map(|&i| entries[i].as_str()).collect();
+        let agent = Agent::with_plugins(&toml);
+        agent.file("aieos.json", &reference_doc());
+        let built = agent.build(&t);
+        assert!(built.plugins.iter().all(|p| p.status == "ok"), "{:?}", built.plugins);
+        match &first {
+            None => first = Some(built.prompt),
+            Some(p) => assert_eq!(&built.prompt, p, "round {round}, order {order:?}"),
+        }
+    }
+    let prompt = first.unwrap();
+    // Same slot and priority: ordered by plugin id.
+    let (a, b) = (prompt.find("From A.").unwrap(), prompt.find("From B.").unwrap());
+    assert!(a < b);
+    assert!(prompt.trim_end().ends_with("Last words."), "the dynamic suffix ends the prompt");
+}
+
+// ---------------------------------------------------------------- the example third-party plugin
+
+fn persona_swap_agent() -> Agent {
+    plugin_env();
+    let agent = Agent::new();
+    agent.with_standard_files().guest("persona-swap", "persona_swap.wasm");
+    agent.file("personas/telegram.md", "# Soul\nYou are a cheerful pirate on Telegram.");
+    agent.config(
+        "[agent]\nid = \"testbot\"\n\n[[plugins]]\nid = \"persona-swap\"\npath = \"plugins/persona_swap.wasm\"\n\
+         grants = [\"workspace-read\"]\nconfig = { personas = { telegram = \"personas/telegram.md\" }, sign_off = \"— Testbot\" }\n",
+    );
+    agent
+}
+
+#[test]
+fn the_example_persona_swap_plugin_swaps_soul_per_channel() {
+    let agent = persona_swap_agent();
+    let telegram = agent.build(&Turn { channel: Some("telegram".into()), ..turn() });
+    assert!(telegram.prompt.contains("cheerful pirate"));
+    assert!(!telegram.prompt.contains("Dry wit."));
+    let discord = agent.build(&Turn { channel: Some("discord".into()), ..turn() });
+    assert!(discord.prompt.contains("Dry wit."));
+    assert!(!discord.prompt.contains("cheerful pirate"));
+    for built in [&telegram, &discord] {
+        assert!(built.stable.contains("## Sign-off\nEnd longer replies with \"— Testbot\""));
+    }
+}
+
+#[test]
+fn inspect_shows_the_example_plugins_section_and_file() {
+    let agent = persona_swap_agent();
+    let out = Command::new(env!("CARGO_BIN_EXE_proem"))
+        .args(["inspect", agent.path().to_str().unwrap(), "--channel", "telegram"])
+        .env("PROEM_CACHE_DIR", plugin_env())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let table = String::from_utf8(out.stdout).unwrap();
+    let row = table.lines().find(|l| l.starts_with("sign_off")).expect("sign_off row");
+    assert!(row.contains("plugin:persona-swap") && row.contains("stable"), "{row}");
+    let soul = table.lines().find(|l| l.starts_with("SOUL.md")).expect("SOUL.md row");
+    assert!(soul.contains("plugin:persona-swap"), "{soul}");
+}
+
+// ---------------------------------------------------------------- proem plugins
+
+#[test]
+fn proem_plugins_lists_the_builtins_and_an_agents_plugins() {
+    let run = |args: &[&str]| {
+        let out =
+            Command::new(env!("CARGO_BIN_EXE_proem")).args(args).env("PROEM_CACHE_DIR", plugin_env()).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let builtins = run(&["plugins"]);
+    let header = builtins.lines().next().unwrap();
+    for col in ["ID", "VERSION", "HOOKS", "ASKS FOR", "GRANTED", "STATUS"] {
+        assert!(header.contains(col), "{header}");
+    }
+    let rows: Vec<&str> = builtins.lines().skip(1).collect();
+    assert_eq!(rows.len(), 3);
+    assert!(
+        rows[0].starts_with("aieos-identity") && rows[0].contains("sections") && rows[0].contains("workspace-read")
+    );
+    assert!(rows[1].starts_with("gpt5-overlay") && rows[1].contains("overlay") && rows[1].contains("ok"));
+    assert!(rows[2].starts_with("hardware-access") && rows[2].contains("builtin:hardware-access"));
+
+    let agent = Agent::with_plugins(
+        &(fixture("fix", "sections", "") + "[[plugins]]\nid = \"broken\"\npath = \"plugins/nothing.wasm\"\n"),
+    );
+    let listed = run(&["plugins", agent.path().to_str().unwrap()]);
+    let fix = listed.lines().find(|l| l.starts_with("fix ")).unwrap();
+    assert!(
+        fix.contains("sections,overlay,bootstrap") && fix.contains("workspace-read,network") && fix.contains("ok"),
+        "{fix}"
+    );
+    let broken = listed.lines().find(|l| l.starts_with("broken ")).unwrap();
+    assert!(broken.contains("load_failed"));
+    assert!(listed.contains("broken: ") && listed.contains("nothing.wasm"), "{listed}");
+}
+
+// ---------------------------------------------------------------- bad binaries and versions
+
+fn load_error(bytes: &[u8]) -> String {
+    plugin_env();
+    let agent = Agent::new();
+    agent.bytes("plugins/p.wasm", bytes);
+    agent.config("[[plugins]]\nid = \"p\"\npath = \"plugins/p.wasm\"\n");
+    let set = agent.assembler();
+    let plugin = &set.plugins().plugins()[0];
+    plugin.state.as_ref().err().expect("must not load").clone()
+}
+
+#[test]
+fn a_plugin_for_another_api_version_is_refused_before_compiling_naming_both() {
+    let mut wasm = guest_wasm("proem-fixture-guest");
+    let at = wasm.windows(17).position(|w| w == b"proem:api-version").expect("the SDK stamps the version");
+    let version = wasm[at + 17..].windows(5).position(|w| w == b"0.1.0").unwrap() + at + 17;
+    wasm[version..version + 5].copy_from_slice(b"0.9.0");
+    let err = load_error(&wasm);
+    assert!(err.contains("0.9.0") && err.contains("0.1.x"), "{err}");
+}
+
+#[test]
+fn bad_binaries_get_a_clear_error_not_a_panic() {
+    let component = guest_wasm("proem-fixture-guest");
+    let cases: [(&[u8], &str); 5] = [
+        (b"", "not a WebAssembly file"),
+        (b"hello world, not wasm", "not a WebAssembly file"),
+        (b"\0asm\x01\0\0\0", "core wasm module, not a component"),
+        (&component[..component.len() / 2], "malformed"),
+        (&component[..9], "malformed"),
+    ];
+    for (bytes, words) in cases {
+        let err = load_error(bytes);
+        assert!(err.contains(words), "{words:?} in {err:?}");
+    }
+}
+
+// ---------------------------------------------------------------- compiled-component cache
+
+#[test]
+fn compiled_components_are_cached_and_bad_entries_are_recompiled() {
+    plugin_env();
+    let dir = tempfile::tempdir().unwrap();
+    let agent = Agent::with_plugins(&fixture("fix", "sections", ""));
+    let configs = agent.assembler().config().plugins.clone();
+    let load = || {
+        let set = PluginSet::load_with_cache(&configs, agent.path(), Some(dir.path())).unwrap();
+        let ready = set.plugins()[0].state.as_ref().unwrap().clone();
+        ready.cached
+    };
+    assert!(!load(), "first load compiles");
+    assert!(load(), "second load comes from the cache");
+    let entries: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(entries.len(), 1, "one entry, no temp files left: {entries:?}");
+    let entry = &entries[0];
+    assert!(entry.extension().unwrap() == "cwasm");
+
+    let good = std::fs::read(entry).unwrap();
+    let mut flipped = good.clone();
+    let mid = flipped.len() / 2;
+    flipped[mid] ^= 0xff;
+    for (what, bytes) in [("corrupt", flipped), ("truncated", good[..good.len() / 3].to_vec()), ("empty", Vec::new())] {
+        std::fs::write(entry, &bytes).unwrap();
+        assert!(!load(), "a {what} entry is recompiled, not trusted");
+        assert_eq!(std::fs::read(entry).unwrap(), good, "and rewritten whole");
+    }
+    let wasm = guest_wasm("proem-fixture-guest");
+    let engine = &proem_host::plugin::engine::get().unwrap().engine;
+    assert_eq!(&cache::entry_path(dir.path(), engine, &wasm), entry, "keyed by wasm hash and engine");
+}
