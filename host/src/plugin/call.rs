@@ -148,6 +148,8 @@ pub async fn call(
     request: Request,
 ) -> Outcome {
     let started = Instant::now();
+    let sandbox_id = sandbox.plugin.clone();
+    let hook = request.hook();
     let state = match sandbox.state() {
         Ok(s) => s,
         Err(e) => return Outcome { result: Err(Failure::Host(e)), logs: Vec::new(), elapsed: started.elapsed() },
@@ -167,7 +169,10 @@ pub async fn call(
         Ok(Err(e)) => Err(classify(&e, &store, limits)),
     };
     let state = store.into_data();
-    Outcome { result, logs: state.logs, elapsed: started.elapsed() }
+    let elapsed = started.elapsed();
+    let status = result.as_ref().map(|_| "ok").unwrap_or_else(|f| f.status());
+    tracing::debug!(plugin = %sandbox_id, hook, elapsed_us = elapsed.as_micros() as u64, status, "plugin call");
+    Outcome { result, logs: state.logs, elapsed }
 }
 
 /// Instantiates and calls. Outer `Err`: a trap or host error; inner `Err`:
