@@ -113,6 +113,13 @@ fn aieos_renders_the_document_into_the_persona_section() {
     assert!(built.stable.contains("Your name is Juniper Haverkamp (\"Juni\")."));
     assert!(built.stable.contains("Plant it and see."));
     assert!(!built.prompt.contains("Dry wit."), "SOUL.md is replaced by the AIEOS persona");
+    // …and the report says so: loaded, not injected, replaced by the plugin.
+    let soul = built.files.iter().position(|f| f.name == "SOUL.md").unwrap();
+    assert_eq!(built.files[soul].injected_chars, 0);
+    assert!(built.files[soul].raw_chars > 0);
+    assert_eq!(built.file_details[soul].source, "replaced by plugin:aieos-identity");
+    let agents = built.files.iter().position(|f| f.name == "AGENTS.md").unwrap();
+    assert!(built.files[agents].injected_chars > 0, "other groups are unaffected");
     for never in
         ["@context", "aieos:AIEntityObject", "9b2d7c1e", "proem-test-writer", "aieos.schema.json", "2026-06-12"]
     {

@@ -211,17 +211,42 @@ impl Assembler {
             budget::fit(&inputs, contributed, counter, budget_tokens, &mut diagnostics)?
         };
 
-        let files = fitted.render.file_reports(&inputs);
+        let mut files = fitted.render.file_reports(&inputs);
+        // A file whose section a plugin replaced (e.g. SOUL.md under an AIEOS
+        // persona) is loaded but not in the prompt: report it as not injected.
+        let replaced_by = |group_section: &str| {
+            fitted
+                .sections
+                .iter()
+                .find(|s| s.id == group_section && s.source != crate::section::Source::Core)
+                .map(|s| s.source.to_string())
+        };
+        let mut replaced: Vec<Option<String>> = Vec::with_capacity(files.len());
+        for f in files.iter_mut() {
+            let by =
+                fitted.render.files.iter().find(|i| i.name == f.name).and_then(|i| replaced_by(i.group.section_id()));
+            if by.is_some() {
+                f.injected_chars = 0;
+            }
+            replaced.push(by);
+        }
         let file_details = files
             .iter()
-            .map(|f| {
-                let injected = fitted.render.files.iter().find(|i| i.name == f.name && !i.text.is_empty());
+            .zip(&replaced)
+            .map(|(f, by)| {
+                let injected = fitted
+                    .render
+                    .files
+                    .iter()
+                    .find(|i| i.name == f.name && !i.text.is_empty())
+                    .filter(|_| by.is_none());
                 FileDetail {
                     tokens: injected.map(|i| counter.count(&i.text)).unwrap_or(0),
                     zone: injected.and_then(|i| core_spec(i.group.section_id())).map(|spec| spec.zone),
-                    source: match run.file_sources.get(&f.name) {
-                        Some(plugin) => format!("plugin:{plugin}"),
-                        None => "workspace".into(),
+                    source: match (by, run.file_sources.get(&f.name)) {
+                        (Some(by), _) => format!("replaced by {by}"),
+                        (None, Some(plugin)) => format!("plugin:{plugin}"),
+                        (None, None) => "workspace".into(),
                     },
                 }
             })

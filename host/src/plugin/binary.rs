@@ -50,3 +50,33 @@ pub fn check(bytes: &[u8]) -> Result<String, String> {
     }
     Ok(version)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions() {
+        assert!(wit::is_supported("0.1.0") && wit::is_supported("0.1.9"));
+        for other in ["0.2.0", "1.0.0", "0", "", "x.y", "0.10.0"] {
+            assert!(!wit::is_supported(other), "{other}");
+        }
+    }
+
+    #[test]
+    fn arbitrary_bytes_never_panic() {
+        let mut seed = 7u64;
+        for len in 0..400 {
+            let mut bytes: Vec<u8> = (0..len)
+                .map(|_| {
+                    seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    (seed >> 56) as u8
+                })
+                .collect();
+            if len >= 8 {
+                bytes[..8].copy_from_slice(b"\0asm\x0d\0\x01\0");
+            }
+            assert!(check(&bytes).is_err());
+        }
+    }
+}
