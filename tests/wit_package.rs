@@ -29,6 +29,11 @@ fn the_plugin_package_has_the_designed_shape() {
     for t in ["mode", "zone", "tool", "skill", "bootstrap-file", "build-context", "section", "overlay", "plugin-info"] {
         assert!(types.types.contains_key(t), "types lacks {t}");
     }
+    // plugin-info carries the capabilities a plugin asks for (granted only by the operator).
+    let info = &resolve.types[types.types["plugin-info"]];
+    let wit_parser::TypeDefKind::Record(record) = &info.kind else { panic!("plugin-info is a record") };
+    let fields: Vec<&str> = record.fields.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(fields, ["id", "version", "hooks", "capabilities"]);
     let world = &resolve.worlds[package.worlds["plugin"]];
     let names = |items: &dyn Fn() -> Vec<(wit_parser::WorldKey, WorldItem)>| {
         let mut n: Vec<String> = items()
