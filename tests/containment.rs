@@ -237,6 +237,24 @@ fn overlays_replacing_the_same_section_have_one_reported_winner_and_identical_bl
 }
 
 #[test]
+#[cfg(unix)]
+fn a_plugin_path_that_leaves_the_agent_directory_is_refused() {
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("evil.wasm"), guest_wasm("proem-fixture-guest")).unwrap();
+    let agent = Agent::with_plugins("[[plugins]]\nid = \"escape\"\npath = \"plugins/link.wasm\"\n");
+    std::os::unix::fs::symlink(outside.path().join("evil.wasm"), agent.path().join("plugins/link.wasm")).unwrap();
+    let built = agent.build(&turn());
+    assert_eq!(plugin_status(&built, "escape"), "load_failed");
+    let message = diagnostic(&built, "plugin_load_failed").unwrap();
+    assert!(message.contains("link.wasm") && message.contains("cannot read the plugin"), "{message}");
+    // A directory where the file should be is refused by name too.
+    std::fs::create_dir(agent.path().join("plugins/dir.wasm")).unwrap();
+    agent.config("[[plugins]]\nid = \"dir\"\npath = \"plugins/dir.wasm\"\n");
+    let built = agent.build(&turn());
+    assert!(diagnostic(&built, "plugin_load_failed").unwrap().contains("dir.wasm"));
+}
+
+#[test]
 fn a_plugin_that_cannot_load_is_reported_on_every_build() {
     let agent = Agent::with_plugins("[[plugins]]\nid = \"ghost\"\npath = \"plugins/missing.wasm\"\n");
     let assembler = agent.assembler();

@@ -423,13 +423,34 @@ fn prepare(config: &PluginConfig, agent_dir: &Path) -> (LoadedPlugin, Result<Vec
                 .map(<[u8]>::to_vec)
                 .ok_or_else(|| format!("{source}: no such built-in plugin (built-in: {})", builtin::ids().join(", ")))
         }
-        (None, Some(path)) => {
-            let full = agent_dir.join(path);
-            std::fs::read(&full).map_err(|e| format!("{}: cannot read the plugin: {e}", full.display()))
-        }
+        (None, Some(path)) => read_plugin_file(agent_dir, path),
         (None, None) => Err("no source or path".into()),
     };
     (plugin, bytes)
+}
+
+/// The largest plugin file proem reads (official plugins are ~150-250 KB).
+pub const MAX_PLUGIN_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Reads a plugin file through a capability handle on the agent directory,
+/// like every other workspace read: a symlink or path that leaves the
+/// directory is refused, and so is a file over [`MAX_PLUGIN_BYTES`].
+fn read_plugin_file(agent_dir: &Path, path: &str) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let shown = agent_dir.join(path).display().to_string();
+    let dir = cap_std::fs::Dir::open_ambient_dir(agent_dir, cap_std::ambient_authority())
+        .map_err(|e| format!("{}: cannot open the agent directory: {e}", agent_dir.display()))?;
+    let file = dir.open(path).map_err(|e| format!("{shown}: cannot read the plugin: {e}"))?;
+    let meta = file.metadata().map_err(|e| format!("{shown}: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!("{shown}: not a regular file"));
+    }
+    if meta.len() > MAX_PLUGIN_BYTES {
+        return Err(format!("{shown}: {} bytes, over the {} byte limit for a plugin", meta.len(), MAX_PLUGIN_BYTES));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.into_std().take(MAX_PLUGIN_BYTES).read_to_end(&mut bytes).map_err(|e| format!("{shown}: {e}"))?;
+    Ok(bytes)
 }
 
 /// Checks, compiles (or loads from cache), pre-instantiates and describes.
