@@ -303,6 +303,12 @@ impl Config {
                 (Some(s), None) if !s.starts_with("builtin:") => {
                     return err(format!("source {s:?} must look like \"builtin:<id>\""))
                 }
+                (Some(s), None) if crate::plugin::builtin::get(&s["builtin:".len()..]).is_none() => {
+                    return err(format!(
+                        "source {s:?}: no such built-in plugin (built-in: {})",
+                        crate::plugin::builtin::ids().join(", ")
+                    ))
+                }
                 (None, Some(file)) => {
                     if let Err(why) = check_relative_path(file) {
                         return err(format!("path {file:?}: {why}"));
@@ -407,6 +413,37 @@ fn locate_plugin(source: &str, id: &str) -> Option<usize> {
         .lines()
         .position(|l| l.split_once('=').is_some_and(|(k, v)| k.trim() == "id" && v.trim().trim_matches('"') == id))
         .map(|i| i + 1)
+}
+
+#[cfg(test)]
+mod plugin_entry_tests {
+    use super::*;
+
+    fn parse(toml: &str) -> Result<Config, String> {
+        Config::parse(toml, Path::new("proem.toml")).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn plugin_entries_are_checked_at_load() {
+        assert!(parse("[[plugins]]\nid = \"h\"\nsource = \"builtin:hardware-access\"\n").is_ok());
+        let cases = [
+            (
+                "[[plugins]]\nid = \"h\"\nsource = \"builtin:nope\"\n",
+                "no such built-in plugin (built-in: aieos-identity, gpt5-overlay, hardware-access)",
+            ),
+            ("[[plugins]]\nid = \"h\"\npath = \"p.wasm\"\ngrants = [\"network\"]\n", "unknown grant \"network\""),
+            ("[[plugins]]\nid = \"h\"\npath = \"p.wasm\"\nmemory_mib = 0\n", "memory_mib = 0 is outside 1..=4096"),
+            (
+                "[[plugins]]\nid = \"h\"\npath = \"p.wasm\"\ndeadline_ms = 600000\n",
+                "deadline_ms = 600000 is outside 1..=60000",
+            ),
+            ("[[plugins]]\nid = \"h\"\npath = \"../p.wasm\"\n", "must not contain `..`"),
+        ];
+        for (toml, words) in cases {
+            let err = parse(toml).unwrap_err();
+            assert!(err.contains("proem.toml:") && err.contains(words), "{words:?} in {err:?}");
+        }
+    }
 }
 
 #[cfg(test)]
