@@ -11,7 +11,7 @@ use crate::config::{config_path, Config};
 use crate::core_sections::CoreInputs;
 use crate::error::ProemError;
 use crate::mode::{resolve_mode, Mode, SessionKind};
-use crate::plugin::{BuildContext, BuildRun, PluginSet};
+use crate::plugin::{BuildContext, BuildRun, ContextTool, PluginSet};
 use crate::report::{Built, Diagnostic, FileDetail, PluginReport, SectionReport, TokenReport};
 use crate::section::{core_spec, Section};
 use crate::skills;
@@ -120,13 +120,14 @@ impl Assembler {
             None => Tokenizer::for_model(model.as_deref().unwrap_or("")),
         };
         let channel = turn.channel.as_deref().map(clean_channel).filter(|c| !c.is_empty());
+        let agent_id = one_line(&config.agent_id(self.workspace.root()), 64);
 
         let mut run = BuildRun::default();
         let mut plugin_sections = Vec::new();
         if !self.plugins.is_empty() {
             let _s = tracing::info_span!("plugins").entered();
             let ctx = BuildContext {
-                agent_id: one_line(&config.agent_id(self.workspace.root()), 64),
+                agent_id: agent_id.clone(),
                 mode,
                 provider: provider.clone(),
                 model: model.clone(),
@@ -137,10 +138,13 @@ impl Assembler {
                 }),
                 tools: tools
                     .iter()
-                    .map(|t| crate::turn::Tool {
+                    .map(|t| ContextTool {
                         name: t.name.clone(),
                         description: t.summary.clone(),
-                        parameters: serde_json::from_str(&t.schema).ok(),
+                        // The prepared schema is compact JSON unless capping cut it.
+                        parameters_json: serde_json::from_str::<serde::de::IgnoredAny>(&t.schema)
+                            .is_ok()
+                            .then(|| t.schema.clone()),
                     })
                     .collect(),
                 skills: skills.clone(),
@@ -149,7 +153,7 @@ impl Assembler {
                 timezone: tz.name().to_string(),
             };
             let clock = std::time::Duration::from_secs(u64::try_from(now.timestamp()).unwrap_or(0));
-            self.plugins.report_load_failures(&mut run)?;
+            self.plugins.report_load_failures(&mut run);
             files = self.plugins.run_bootstrap(&ctx, files, clock, tokenizer, &mut run)?;
             if session.uses_file_allowlist() {
                 let allow = &config.bootstrap.subagent_allowlist;
@@ -158,9 +162,12 @@ impl Assembler {
             plugin_sections = self.plugins.run_sections(&ctx, clock, tokenizer, &mut run)?;
             diagnostics.append(&mut run.diagnostics);
         }
-        plugin_sections.extend(contributed.iter().cloned());
-        let contributed = &plugin_sections[..];
-        let agent_id = one_line(&config.agent_id(self.workspace.root()), 64);
+        let contributed: std::borrow::Cow<[Section]> = if plugin_sections.is_empty() {
+            std::borrow::Cow::Borrowed(contributed)
+        } else {
+            plugin_sections.extend(contributed.iter().cloned());
+            std::borrow::Cow::Owned(plugin_sections)
+        };
         let mut owners: Vec<String> = turn.owners.iter().map(|o| one_line(o, 128)).filter(|o| !o.is_empty()).collect();
         owners.sort();
         owners.dedup();
@@ -208,7 +215,7 @@ impl Assembler {
         let counter = shared_counter(tokenizer);
         let fitted = {
             let _s = tracing::info_span!("fit_budget", budget = budget_tokens, tokenizer = tokenizer.name()).entered();
-            budget::fit(&inputs, contributed, counter, budget_tokens, &mut diagnostics)?
+            budget::fit(&inputs, &contributed, counter, budget_tokens, &mut diagnostics)?
         };
 
         let mut files = fitted.render.file_reports(&inputs);

@@ -61,6 +61,13 @@ pub fn group_of(name: &str) -> FileGroup {
     }
 }
 
+/// The sort key of load order: the standard files in their order, then any
+/// other file by name. [`load`] produces files in this order; hooks that
+/// rewrite the list are put back into it.
+pub fn load_order(name: &str) -> (usize, &str) {
+    (STANDARD_FILES.iter().position(|s| *s == name).unwrap_or(STANDARD_FILES.len()), name)
+}
+
 /// Loads the bootstrap files for a session: the standard list, then the
 /// configured extra files (sorted), filtered by the sub-agent allowlist.
 pub fn load(

@@ -11,7 +11,6 @@ use crate::report::Diagnostic;
 use crate::section::{core_spec, Placement, Section, Slot, Zone, CORE_SECTIONS};
 use crate::skills::Skill;
 use crate::text::neutralize;
-use crate::turn::Tool;
 
 /// Everything a plugin may know about a turn (only non-secret inputs).
 #[derive(Debug, Clone, PartialEq)]
@@ -29,7 +28,7 @@ pub struct BuildContext {
     /// `direct` or `group`, when known.
     pub chat_kind: Option<String>,
     /// The turn's tools, prepared (sanitised, sorted, deduplicated).
-    pub tools: Vec<Tool>,
+    pub tools: Vec<ContextTool>,
     /// The agent's skills.
     pub skills: Vec<Skill>,
     /// The plugin's `config` table as JSON (set per plugin).
@@ -38,6 +37,17 @@ pub struct BuildContext {
     pub now: String,
     /// IANA time zone.
     pub timezone: String,
+}
+
+/// A tool as plugins see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContextTool {
+    /// Its name.
+    pub name: String,
+    /// Its one-line summary.
+    pub description: String,
+    /// Its JSON schema as compact JSON text, when it has a valid one.
+    pub parameters_json: Option<String>,
 }
 
 /// What a plugin says about itself.
@@ -307,7 +317,7 @@ pub fn validate_overlay(
 /// Drops repeated overlay prefix/suffix blocks (same text from two
 /// overlays): the first by merge order stays, the others are reported.
 pub fn dedupe_overlay_blocks(sections: &mut Vec<Section>, diagnostics: &mut Vec<Diagnostic>) {
-    sections.sort_by(|a, b| (a.zone, a.merge_key()).cmp(&(b.zone, b.merge_key())));
+    crate::render::order(sections);
     let mut kept: Vec<(String, String, String)> = Vec::new();
     sections.retain(|s| {
         if s.id != STABLE_PREFIX_ID && s.id != DYNAMIC_SUFFIX_ID {

@@ -22,6 +22,6 @@ pub mod sandbox;
 pub mod set;
 pub mod wit;
 
-pub use hooks::{BuildContext, PluginInfo};
+pub use hooks::{BuildContext, ContextTool, PluginInfo};
 pub use sandbox::{Grants, GRANT_NAMES};
 pub use set::{BuildRun, LoadedPlugin, PluginSet};

@@ -9,13 +9,13 @@
 //! hook at once. Results are put in (plugin id) order before anything is
 //! merged, so completion order never shows in the prompt.
 
-use crate::bootstrap::{BootstrapFile, STANDARD_FILES};
+use crate::bootstrap::{load_order, BootstrapFile};
 use crate::config::PluginConfig;
 use crate::error::ProemError;
 use crate::plugin::call::{self, CallLimits, Failure, Outcome, Request, Response};
 use crate::plugin::engine::{self, PluginEngine};
 use crate::plugin::hooks::{self, BuildContext, OutputCaps, PluginInfo, RawFile};
-use crate::plugin::sandbox::{Grants, Sandbox};
+use crate::plugin::sandbox::{Grants, LogLine, Sandbox};
 use crate::plugin::wit::{v0_1, Bindings};
 use crate::plugin::{binary, builtin, cache};
 use crate::report::{Diagnostic, PluginReport};
@@ -77,15 +77,27 @@ impl LoadedPlugin {
         }
     }
 
-    fn sandbox(&self, agent_dir: &Path, now: Duration, tokenizer: Tokenizer) -> Sandbox {
-        Sandbox {
+    /// One hook call in this plugin's sandbox, ready to run.
+    #[allow(clippy::too_many_arguments)]
+    fn call(
+        &self,
+        engine: &'static PluginEngine,
+        bindings: &Bindings,
+        agent_dir: &Path,
+        now: Duration,
+        tokenizer: Tokenizer,
+        deadline: Duration,
+        request: Request,
+    ) -> impl std::future::Future<Output = Outcome> + Send + 'static {
+        let sandbox = Sandbox {
             plugin: self.id.clone(),
             grants: self.grants,
             agent_dir: agent_dir.to_path_buf(),
             memory_bytes: self.memory_bytes,
             now,
             tokenizer,
-        }
+        };
+        call::call(engine, bindings.clone(), sandbox, CallLimits { deadline }, request)
     }
 }
 
@@ -108,19 +120,19 @@ pub struct BuildRun {
 }
 
 impl BuildRun {
-    fn record(&mut self, plugin: &LoadedPlugin, outcome: &Outcome, failure: Option<&Failure>) {
+    fn record(&mut self, plugin: &LoadedPlugin, logs: &[LogLine], elapsed: Duration, failure: Option<&Failure>) {
         let report = self.reports.entry(plugin.id.clone()).or_insert_with(|| PluginReport {
             id: plugin.id.clone(),
             status: "ok".into(),
             elapsed_us: 0,
         });
-        report.elapsed_us += outcome.elapsed.as_micros() as u64;
+        report.elapsed_us += elapsed.as_micros() as u64;
         if let Some(f) = failure {
             if report.status == "ok" {
                 report.status = f.status().into();
             }
         }
-        for line in &outcome.logs {
+        for line in logs {
             let code = "plugin_log";
             let message = format!("plugin {}: {}", plugin.id, line.message);
             self.diagnostics.push(if line.level == tracing::Level::ERROR {
@@ -212,20 +224,17 @@ impl PluginSet {
     }
 
     /// Reports plugins that failed to load, once per build.
-    pub fn report_load_failures(&self, run: &mut BuildRun) -> Result<(), ProemError> {
+    pub fn report_load_failures(&self, run: &mut BuildRun) {
         for p in &self.plugins {
             if let Err(why) = &p.state {
-                run.reports.insert(
-                    p.id.clone(),
-                    PluginReport { id: p.id.clone(), status: "load_failed".into(), elapsed_us: 0 },
-                );
+                run.reports
+                    .insert(p.id.clone(), PluginReport { id: p.id.clone(), status: p.status().into(), elapsed_us: 0 });
                 run.diagnostics.push(Diagnostic::error(
                     "plugin_load_failed",
                     format!("plugin {} cannot be loaded and was left out: {why}", p.id),
                 ));
             }
         }
-        Ok(())
     }
 
     /// Runs the `agent:bootstrap` hooks in plugin-id order. Each sees the
@@ -248,22 +257,18 @@ impl PluginSet {
             let raw: Vec<RawFile> =
                 files.iter().map(|f| RawFile { name: f.name.clone(), content: f.text.clone() }).collect();
             let request = Request::Bootstrap(with_config(ctx, plugin), raw);
-            let outcome = run_one(engine, plugin, ready, &self.agent_dir, now, tokenizer, request);
-            let result = match &outcome.result {
-                Ok(Response::Bootstrap(out)) => hooks::validate_files(out.clone(), plugin.caps)
+            let call = plugin.call(engine, &ready.bindings, &self.agent_dir, now, tokenizer, plugin.deadline, request);
+            let Outcome { result, logs, elapsed } = run_calls(engine, vec![call]).remove(0);
+            let checked = match result {
+                Ok(Response::Bootstrap(out)) => hooks::validate_files(out, plugin.caps)
                     .map_err(|e| Failure::Host(format!("returned invalid files: {e}"))),
                 Ok(_) => Err(Failure::Host("answered with the wrong hook".into())),
-                Err(f) => Err(f.clone()),
+                Err(f) => Err(f),
             };
-            match result {
-                Ok(out) => {
-                    run.record(plugin, &outcome, None);
-                    files = apply_files(&plugin.id, files, out, run);
-                }
-                Err(f) => {
-                    run.record(plugin, &outcome, Some(&f));
-                    run.fail(plugin, "agent:bootstrap", &f, "its change to the bootstrap files was discarded")?;
-                }
+            run.record(plugin, &logs, elapsed, checked.as_ref().err());
+            match checked {
+                Ok(out) => files = apply_files(&plugin.id, files, out, run),
+                Err(f) => run.fail(plugin, "agent:bootstrap", &f, "its change to the bootstrap files was discarded")?,
             }
         }
         Ok(files)
@@ -281,55 +286,47 @@ impl PluginSet {
     ) -> Result<Vec<Section>, ProemError> {
         let Ok(engine) = engine::get() else { return Ok(Vec::new()) };
         let mut jobs = Vec::new();
+        let mut calls = Vec::new();
         for plugin in &self.plugins {
             let Ok(ready) = &plugin.state else { continue };
-            if ready.info.sections {
-                jobs.push((plugin, ready, Request::Sections(with_config(ctx, plugin))));
-            }
-            if ready.info.overlay {
-                jobs.push((plugin, ready, Request::Overlay(with_config(ctx, plugin))));
+            let requests = [
+                ready.info.sections.then(|| Request::Sections(with_config(ctx, plugin))),
+                ready.info.overlay.then(|| Request::Overlay(with_config(ctx, plugin))),
+            ];
+            for request in requests.into_iter().flatten() {
+                jobs.push((plugin, request.hook()));
+                calls.push(plugin.call(
+                    engine,
+                    &ready.bindings,
+                    &self.agent_dir,
+                    now,
+                    tokenizer,
+                    plugin.deadline,
+                    request,
+                ));
             }
         }
-        let futures = jobs
-            .iter()
-            .map(|(plugin, ready, request)| {
-                let sandbox = plugin.sandbox(&self.agent_dir, now, tokenizer);
-                let limits = CallLimits { deadline: plugin.deadline };
-                call::call(engine, ready.bindings.clone(), sandbox, limits, request.clone())
-            })
-            .collect();
-        let outcomes = engine.run_all(futures);
         let mut sections = Vec::new();
-        for ((plugin, _, request), outcome) in jobs.iter().zip(outcomes) {
-            let outcome = outcome.unwrap_or_else(|| Outcome {
-                result: Err(Failure::Host("the plugin task ended without an answer".into())),
-                logs: Vec::new(),
-                elapsed: Duration::ZERO,
-            });
+        for ((plugin, hook), outcome) in jobs.into_iter().zip(run_calls(engine, calls)) {
+            let Outcome { result, logs, elapsed } = outcome;
+            let invalid = |why: String| Failure::Host(format!("returned invalid output: {why}"));
             let mut notes = Vec::new();
-            let validated = match &outcome.result {
+            let checked = match result {
                 Ok(Response::Sections(raw)) => {
-                    hooks::validate_sections(&plugin.id, raw.clone(), plugin.caps, &mut notes)
+                    hooks::validate_sections(&plugin.id, raw, plugin.caps, &mut notes).map_err(invalid)
                 }
                 Ok(Response::Overlay(None)) => Ok(Vec::new()),
                 Ok(Response::Overlay(Some(raw))) => {
-                    hooks::validate_overlay(&plugin.id, raw.clone(), plugin.caps, &mut notes)
+                    hooks::validate_overlay(&plugin.id, raw, plugin.caps, &mut notes).map_err(invalid)
                 }
-                Ok(_) => Err("answered with the wrong hook".into()),
-                Err(_) => Ok(Vec::new()),
+                Ok(_) => Err(invalid("answered with the wrong hook".into())),
+                Err(f) => Err(f),
             };
-            let failure = match (&outcome.result, validated) {
-                (Err(f), _) => Some(f.clone()),
-                (Ok(_), Err(invalid)) => Some(Failure::Host(format!("returned invalid output: {invalid}"))),
-                (Ok(_), Ok(mut good)) => {
-                    sections.append(&mut good);
-                    None
-                }
-            };
-            run.record(plugin, &outcome, failure.as_ref());
+            run.record(plugin, &logs, elapsed, checked.as_ref().err());
             run.diagnostics.append(&mut notes);
-            if let Some(f) = failure {
-                run.fail(plugin, request.hook(), &f, "it was left out of this build")?;
+            match checked {
+                Ok(mut good) => sections.append(&mut good),
+                Err(f) => run.fail(plugin, hook, &f, "it was left out of this build")?,
             }
         }
         hooks::dedupe_overlay_blocks(&mut sections, &mut run.diagnostics);
@@ -341,22 +338,23 @@ fn with_config(ctx: &BuildContext, plugin: &LoadedPlugin) -> BuildContext {
     BuildContext { config_json: plugin.config_json.clone(), ..ctx.clone() }
 }
 
-fn run_one(
-    engine: &'static PluginEngine,
-    plugin: &LoadedPlugin,
-    ready: &Ready,
-    agent_dir: &Path,
-    now: Duration,
-    tokenizer: Tokenizer,
-    request: Request,
-) -> Outcome {
-    let sandbox = plugin.sandbox(agent_dir, now, tokenizer);
-    let future = call::call(engine, ready.bindings.clone(), sandbox, CallLimits { deadline: plugin.deadline }, request);
-    engine.run_all(vec![future]).pop().flatten().unwrap_or_else(|| Outcome {
-        result: Err(Failure::Host("the plugin task ended without an answer".into())),
-        logs: Vec::new(),
-        elapsed: Duration::ZERO,
-    })
+/// Runs calls concurrently and returns their outcomes in order; a call
+/// whose task ended without answering becomes a host failure.
+fn run_calls<F>(engine: &'static PluginEngine, calls: Vec<F>) -> Vec<Outcome>
+where
+    F: std::future::Future<Output = Outcome> + Send + 'static,
+{
+    engine
+        .run_all(calls)
+        .into_iter()
+        .map(|outcome| {
+            outcome.unwrap_or_else(|| Outcome {
+                result: Err(Failure::Host("the plugin task ended without an answer".into())),
+                logs: Vec::new(),
+                elapsed: Duration::ZERO,
+            })
+        })
+        .collect()
 }
 
 /// Applies a hook's file list: records which files it changed or added,
@@ -383,12 +381,8 @@ fn apply_files(
             format!("plugin {plugin} dropped {} from the bootstrap files", dropped.name),
         ));
     }
-    out.sort_by(|a, b| file_rank(&a.name).cmp(&file_rank(&b.name)));
+    out.sort_by(|a, b| load_order(&a.name).cmp(&load_order(&b.name)));
     out
-}
-
-fn file_rank(name: &str) -> (usize, &str) {
-    (STANDARD_FILES.iter().position(|s| *s == name).unwrap_or(STANDARD_FILES.len()), name)
 }
 
 /// Turns a config entry into a plugin record and its bytes (or why not).
@@ -468,18 +462,16 @@ fn compile(plugin: &LoadedPlugin, bytes: &[u8], cache_dir: Option<&Path>, agent_
         ),
         _ => return Err(format!("API {api} has no bindings in this proem")),
     };
-    let sandbox = plugin.sandbox(agent_dir, Duration::ZERO, Tokenizer::O200kBase);
-    let outcome = engine
-        .run_all(vec![call::call(
-            engine,
-            bindings.clone(),
-            sandbox,
-            CallLimits { deadline: DESCRIBE_DEADLINE },
-            Request::Info,
-        )])
-        .pop()
-        .flatten()
-        .ok_or("describe ended without an answer")?;
+    let describe = plugin.call(
+        engine,
+        &bindings,
+        agent_dir,
+        Duration::ZERO,
+        Tokenizer::O200kBase,
+        DESCRIBE_DEADLINE,
+        Request::Info,
+    );
+    let outcome = run_calls(engine, vec![describe]).remove(0);
     let info = match outcome.result {
         Ok(Response::Info(info)) => info,
         Ok(_) => return Err("describe answered with the wrong hook".into()),

@@ -61,7 +61,7 @@ pub fn context(ctx: &BuildContext) -> t::BuildContext {
             .map(|tool| t::Tool {
                 name: tool.name.clone(),
                 description: tool.description.clone(),
-                parameters_json: tool.parameters.as_ref().map(|p| p.to_string()),
+                parameters_json: tool.parameters_json.clone(),
             })
             .collect(),
         skills: ctx
