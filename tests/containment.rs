@@ -268,3 +268,39 @@ fn a_plugin_that_cannot_load_is_reported_on_every_build() {
     let err = Assembler::open(required.path(), None).err().expect("required plugin must load").to_string();
     assert!(err.contains("plugin ghost") && err.contains("missing.wasm"), "{err}");
 }
+
+#[test]
+fn a_trapped_instance_is_never_called_again() {
+    // `panic_once` panics on its instance's first call and answers on any
+    // later one: a build that still traps proves the call got a new instance.
+    let agent = Agent::with_plugins(&fixture("once", "panic_once", ""));
+    let assembler = agent.assembler();
+    for round in 0..3 {
+        let built = assembler.build(&turn()).unwrap();
+        assert_eq!(plugin_status(&built, "once"), "trapped", "round {round}: {:?}", built.diagnostics);
+        assert!(!built.prompt.contains("after a panic"), "round {round}");
+    }
+}
+
+#[test]
+fn a_slow_plugin_delays_the_build_by_at_most_its_own_deadline() {
+    let fast: String = (0..3)
+        .map(|i| fixture(&format!("fast{i}"), "sections", &format!("id = \"fast{i}\", text = \"f{i}\"")))
+        .collect();
+    let slow = with_deadline(&fixture("slow", "spin", ""), Some(300));
+    let without = Agent::with_plugins(&fast).build(&turn());
+    let agent = Agent::with_plugins(&(slow + &fast));
+    let assembler = agent.assembler();
+    let start = std::time::Instant::now();
+    let built = assembler.build(&turn()).unwrap();
+    let took = start.elapsed();
+    assert_eq!(plugin_status(&built, "slow"), "timeout");
+    for i in 0..3 {
+        assert_eq!(plugin_status(&built, &format!("fast{i}")), "ok");
+        assert!(built.prompt.contains(&format!("## Fixture\nf{i}")));
+    }
+    assert_eq!(built.prompt, without.prompt, "the slow plugin changes no other plugin's bytes");
+    // A loose bound, not a timing test: the spin never ends on its own, so
+    // only its 300 ms deadline (plus noise) can end this build.
+    assert!(took < std::time::Duration::from_millis(300 + 2_000), "took {took:?}");
+}

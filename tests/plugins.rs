@@ -351,6 +351,23 @@ fn bad_binaries_get_a_clear_error_not_a_panic() {
     }
 }
 
+#[test]
+fn a_component_importing_an_interface_proem_does_not_offer_is_refused_at_load() {
+    // A component that claims API 0.1 (by its export name) but wants a
+    // socket interface no proem host provides.
+    let wasm = wat::parse_str(
+        r#"(component
+            (import "evil:net/socket@1.0.0" (instance (export "connect" (func (param "addr" string)))))
+            (instance $describe)
+            (export "proem:plugin/describe@0.1.0" (instance $describe))
+        )"#,
+    )
+    .unwrap();
+    let err = load_error(&wasm);
+    assert!(err.contains("evil:net/socket@1.0.0") && err.contains("plugins/p.wasm"), "{err}");
+    assert!(err.contains("does not provide"), "{err}");
+}
+
 // ---------------------------------------------------------------- compiled-component cache
 
 #[test]
@@ -383,4 +400,70 @@ fn compiled_components_are_cached_and_bad_entries_are_recompiled() {
     let wasm = guest_wasm("proem-fixture-guest");
     let engine = &proem_host::plugin::engine::get().unwrap().engine;
     assert_eq!(&cache::entry_path(dir.path(), engine, &wasm), entry, "keyed by wasm hash and engine");
+}
+
+#[test]
+fn a_cache_entry_from_another_engine_configuration_is_recompiled() {
+    plugin_env();
+    let dir = tempfile::tempdir().unwrap();
+    let agent = Agent::with_plugins(&fixture("fix", "sections", ""));
+    let configs = agent.assembler().config().plugins.clone();
+    let wasm = guest_wasm("proem-fixture-guest");
+    let ours = &proem_host::plugin::engine::get().unwrap().engine;
+    // Another configuration (no epoch interruption, no fuel of ours): its
+    // machine code, framed and checksummed exactly like a good entry, sits
+    // under our entry's name.
+    let mut config = wasmtime::Config::new();
+    config.wasm_component_model(true);
+    let other = wasmtime::Engine::new(&config).unwrap();
+    let foreign = other.precompile_component(&wasm).unwrap();
+    let entry = cache::entry_path(dir.path(), ours, &wasm);
+    std::fs::write(&entry, cache::encode_entry(&foreign)).unwrap();
+    let set = PluginSet::load_with_cache(&configs, agent.path(), Some(dir.path())).unwrap();
+    let ready = set.plugins()[0].state.as_ref().unwrap();
+    assert!(!ready.cached, "a foreign entry is recompiled, not trusted");
+    assert_ne!(std::fs::read(&entry).unwrap(), cache::encode_entry(&foreign), "and replaced");
+    let built = proem_host::Assembler::open(agent.path(), None).unwrap().build(&turn()).unwrap();
+    assert_eq!(plugin_status(&built, "fix"), "ok");
+}
+
+#[test]
+fn processes_racing_to_fill_the_cache_leave_valid_entries_and_nothing_else() {
+    plugin_env();
+    let agent = Agent::with_plugins(&(fixture("fix", "sections", "") + &builtin("hardware-access", "")));
+    for round in 0..3 {
+        let parent = tempfile::tempdir().unwrap();
+        let dir = parent.path().join("cache");
+        let agent_before = agent.snapshot();
+        let children: Vec<std::process::Output> = (0..3)
+            .map(|_| {
+                Command::new(env!("CARGO_BIN_EXE_proem"))
+                    .args(["build", agent.path().to_str().unwrap()])
+                    .env("PROEM_CACHE_DIR", &dir)
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect::<Vec<_>>() // all started before any is waited for
+            .into_iter()
+            .map(|child| child.wait_with_output().unwrap())
+            .collect();
+        let prompts: Vec<_> = children.iter().map(|o| (o.status.code(), o.stdout.clone())).collect();
+        assert!(prompts.iter().all(|p| p == &prompts[0] && p.0 == Some(0)), "round {round}: {children:?}");
+        // Only the cache directory appeared beside it, holding whole entries.
+        let top: Vec<_> = std::fs::read_dir(parent.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(top, vec![std::ffi::OsString::from("cache")]);
+        let mut names: Vec<String> =
+            std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        names.sort();
+        // Two compiled components and the saved token counts; no temp files.
+        assert_eq!(names.len(), 3, "{names:?}");
+        assert!(names[..2].iter().all(|n| n.ends_with(".cwasm")), "{names:?}");
+        assert_eq!(names[2], "tokens-cl100k_base.bin");
+        let configs = agent.assembler().config().plugins.clone();
+        let set = PluginSet::load_with_cache(&configs, agent.path(), Some(&dir)).unwrap();
+        assert!(set.plugins().iter().all(|p| p.state.as_ref().unwrap().cached), "every entry loads");
+        assert_eq!(agent.snapshot(), agent_before, "nothing written into the agent directory");
+    }
 }

@@ -5,11 +5,12 @@
 //! sections → order → fit the token budget → join at the boundary → report
 //! ```
 
-use crate::bootstrap;
+use crate::bootstrap::{self, STANDARD_FILES};
 use crate::budget;
 use crate::config::{config_path, Config};
 use crate::core_sections::CoreInputs;
 use crate::error::ProemError;
+use crate::memo::{BuildMemo, Caching, KeyHasher, Snapshot};
 use crate::mode::{resolve_mode, Mode, SessionKind};
 use crate::plugin::{BuildContext, BuildRun, ContextTool, PluginSet};
 use crate::report::{Built, Diagnostic, FileDetail, PluginReport, SectionReport, TokenReport};
@@ -22,7 +23,7 @@ use crate::turn::{parse_timezone, parse_tools, ChatKind, Turn};
 use crate::workspace::{Unavailable, Workspace};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 /// Builds prompts for one agent directory.
 pub struct Assembler {
@@ -31,6 +32,12 @@ pub struct Assembler {
     config_file: PathBuf,
     config_found: bool,
     plugins: PluginSet,
+    caching: Caching,
+    memo: Mutex<BuildMemo<Built>>,
+    /// The last stable part's SHA-256, by its xxh3 (the stable part rarely
+    /// changes, and SHA-256 of ~90 KB is the dearest step of a warm build).
+    /// Kept unless every cache is off.
+    stable_hash: Mutex<Option<(u128, String)>>,
 }
 
 impl Assembler {
@@ -42,21 +49,58 @@ impl Assembler {
         let config_file = config_path(agent_dir, config);
         let config_found = config.is_some() || config_file.exists();
         let config = if config_found { Config::load(&config_file)? } else { Config::default() };
+        prewarm(&config);
         let plugins = PluginSet::load(&config.plugins, workspace.root())?;
-        Ok(Assembler { workspace, config, config_file, config_found, plugins })
+        Ok(Assembler::assemble(workspace, config, config_file, config_found, plugins))
     }
 
     /// An assembler with an already-parsed config.
     pub fn with_config(agent_dir: &Path, config: Config) -> Result<Assembler, ProemError> {
         let workspace = Workspace::open(agent_dir)?;
+        prewarm(&config);
         let plugins = PluginSet::load(&config.plugins, workspace.root())?;
-        Ok(Assembler {
-            config_file: agent_dir.join(crate::config::CONFIG_FILE),
+        let config_file = agent_dir.join(crate::config::CONFIG_FILE);
+        Ok(Assembler::assemble(workspace, config, config_file, true, plugins))
+    }
+
+    fn assemble(
+        workspace: Workspace,
+        config: Config,
+        config_file: PathBuf,
+        config_found: bool,
+        plugins: PluginSet,
+    ) -> Assembler {
+        Assembler {
             workspace,
             config,
-            config_found: true,
+            config_file,
+            config_found,
             plugins,
-        })
+            caching: Caching::default(),
+            memo: Mutex::default(),
+            stable_hash: Mutex::default(),
+        }
+    }
+
+    /// Chooses what is kept between builds (all on by default; see
+    /// [`Caching`]). Token counts are shared by the whole process, so their
+    /// switch applies to every assembler.
+    pub fn set_caching(&mut self, caching: Caching) {
+        self.caching = caching;
+        for t in [Tokenizer::O200kBase, Tokenizer::Cl100kBase] {
+            shared_counter(t).set_memo(caching.token_counts);
+        }
+        *self.memo.get_mut().expect("build memo poisoned") = BuildMemo::default();
+    }
+
+    /// What is kept between builds.
+    pub fn caching(&self) -> Caching {
+        self.caching
+    }
+
+    /// How many builds were answered from the build memo.
+    pub fn memo_hits(&self) -> u64 {
+        self.memo.lock().expect("build memo poisoned").hits()
     }
 
     /// The config in use.
@@ -80,6 +124,96 @@ impl Assembler {
     /// slot, replaced core sections reported, dropped first-among-optional
     /// when over budget, never protected.
     pub fn build_with(&self, turn: &Turn, contributed: &[Section]) -> Result<Built, ProemError> {
+        let now = turn.now.unwrap_or_else(|| chrono::Utc::now().fixed_offset());
+        let memoised = self.caching.builds || self.caching.plugin_outputs;
+        if !memoised {
+            return self.build_fresh(turn, contributed, now, None);
+        }
+        let generation = self.memo.lock().expect("build memo poisoned").refresh(|| self.snapshot());
+        let plugin_memo = self.caching.plugin_outputs.then_some(generation);
+        if !self.caching.builds {
+            return self.build_fresh(turn, contributed, now, plugin_memo);
+        }
+        let key = self.build_key(turn, contributed, now)?;
+        if let Some(built) = self.memo.lock().expect("build memo poisoned").get(key) {
+            return Ok(built.clone());
+        }
+        let built = self.build_fresh(turn, contributed, now, plugin_memo)?;
+        self.memo.lock().expect("build memo poisoned").put(generation, key, built.clone());
+        Ok(built)
+    }
+
+    /// The stats of every file a build may read (see [`crate::memo`]).
+    fn snapshot(&self) -> Option<Snapshot> {
+        let root = self.workspace.root();
+        let mut paths: Vec<String> = STANDARD_FILES.iter().map(|s| s.to_string()).collect();
+        paths.push("memory.md".into());
+        paths.extend(self.config.bootstrap.extra_files.iter().cloned());
+        paths.extend(self.config.tools.file.iter().cloned());
+        paths.push("skills".into());
+        for name in self.workspace.subdirs("skills") {
+            paths.push(format!("skills/{name}/SKILL.md"));
+            paths.push(format!("skills/{name}"));
+        }
+        Snapshot::take(root, &paths, self.plugins.reads_workspace())
+    }
+
+    /// Everything a build's output depends on besides the files, the config
+    /// and the plugins: the turn (with its resolved clock, to the precision
+    /// the output can show) and the contributed sections.
+    fn build_key(
+        &self,
+        turn: &Turn,
+        contributed: &[Section],
+        now: chrono::DateTime<chrono::FixedOffset>,
+    ) -> Result<u128, ProemError> {
+        let mut h = KeyHasher::default();
+        let tz = parse_timezone(turn.timezone.as_deref().unwrap_or("UTC"))?;
+        if self.plugins.is_empty() {
+            // Without plugins only the date in the turn's time zone is shown.
+            h.str(&now.with_timezone(&tz).format("%Y-%m-%d").to_string());
+        } else {
+            h.str(&now.with_timezone(&tz).to_rfc3339());
+        }
+        h.opt(turn.mode.map(|m| m.as_str())).opt(turn.session_key.as_deref()).opt(turn.provider.as_deref());
+        h.opt(turn.model.as_deref()).opt(turn.channel.as_deref()).num(match turn.chat_kind {
+            None => 0,
+            Some(ChatKind::Direct) => 1,
+            Some(ChatKind::Group) => 2,
+        });
+        h.opt(turn.group_title.as_deref()).opt(turn.extra.as_deref()).opt(turn.timezone.as_deref());
+        h.num(turn.budget.map(|b| b as u64 + 1).unwrap_or(0)).num(turn.owners.len() as u64);
+        for o in &turn.owners {
+            h.str(o);
+        }
+        match &turn.tools {
+            None => h.num(0),
+            Some(tools) => {
+                h.num(tools.len() as u64 + 1);
+                for t in tools {
+                    h.str(&t.name).str(&t.description);
+                    match &t.parameters {
+                        Some(p) => h.json(p),
+                        None => h.num(u64::MAX),
+                    };
+                }
+                &mut h
+            }
+        };
+        // Contributed sections are rare and small: their debug form is exact.
+        h.str(&format!("{contributed:?}"));
+        Ok(h.finish())
+    }
+
+    /// One build from scratch (but for token counts and, with `plugin_memo`,
+    /// plugin outputs).
+    fn build_fresh(
+        &self,
+        turn: &Turn,
+        contributed: &[Section],
+        now: chrono::DateTime<chrono::FixedOffset>,
+        plugin_memo: Option<u64>,
+    ) -> Result<Built, ProemError> {
         let _span = tracing::info_span!("build", agent = %self.workspace.root().display()).entered();
         let config = &self.config;
         let mut diagnostics = Vec::new();
@@ -112,7 +246,7 @@ impl Assembler {
 
         let tz_name = turn.timezone.clone().unwrap_or_else(|| "UTC".to_string());
         let tz = parse_timezone(&tz_name)?;
-        let now = turn.now.map(|n| n.with_timezone(&tz)).unwrap_or_else(|| chrono::Utc::now().with_timezone(&tz));
+        let now = now.with_timezone(&tz);
         let provider = turn_or_config(&turn.provider, &config.provider.name, 64);
         let model = turn_or_config(&turn.model, &config.provider.model, 96);
         let tokenizer = match &config.budget.tokenizer {
@@ -154,12 +288,12 @@ impl Assembler {
             };
             let clock = std::time::Duration::from_secs(u64::try_from(now.timestamp()).unwrap_or(0));
             self.plugins.report_load_failures(&mut run);
-            files = self.plugins.run_bootstrap(&ctx, files, clock, tokenizer, &mut run)?;
+            files = self.plugins.run_bootstrap(&ctx, files, clock, tokenizer, &mut run, plugin_memo)?;
             if session.uses_file_allowlist() {
                 let allow = &config.bootstrap.subagent_allowlist;
                 files.retain(|f| allow.contains(&f.name));
             }
-            plugin_sections = self.plugins.run_sections(&ctx, clock, tokenizer, &mut run)?;
+            plugin_sections = self.plugins.run_sections(&ctx, clock, tokenizer, &mut run, plugin_memo)?;
             diagnostics.append(&mut run.diagnostics);
         }
         let contributed: std::borrow::Cow<[Section]> = if plugin_sections.is_empty() {
@@ -296,8 +430,9 @@ impl Assembler {
             dynamic: counter.count(&joined.dynamic),
             budget: budget_tokens,
         };
+        save_counts(counter);
         Ok(Built {
-            stable_hash: sha256_hex(&joined.stable),
+            stable_hash: self.stable_hash(&joined.stable),
             prompt: joined.prompt,
             stable: joined.stable,
             dynamic: joined.dynamic,
@@ -310,6 +445,22 @@ impl Assembler {
             diagnostics,
             file_details,
         })
+    }
+
+    fn stable_hash(&self, stable: &str) -> String {
+        if !self.caching.token_counts {
+            return sha256_hex(stable);
+        }
+        let key = xxhash_rust::xxh3::xxh3_128(stable.as_bytes());
+        let mut last = self.stable_hash.lock().expect("hash memo poisoned");
+        match &*last {
+            Some((k, hex)) if *k == key => hex.clone(),
+            _ => {
+                let hex = sha256_hex(stable);
+                *last = Some((key, hex.clone()));
+                hex
+            }
+        }
     }
 
     fn tools_from_config(&self) -> Result<Vec<crate::turn::Tool>, ProemError> {
@@ -339,14 +490,40 @@ fn clean_channel(c: &str) -> String {
         .collect()
 }
 
+/// Starts building the config's likely tokenizer early on a cold cache.
+fn prewarm(config: &Config) {
+    let tokenizer = match &config.budget.tokenizer {
+        Some(name) => Tokenizer::from_name(name).unwrap_or(Tokenizer::Cl100kBase),
+        None => Tokenizer::for_model(config.provider.model.as_deref().unwrap_or("")),
+    };
+    crate::tokens::prewarm_if_cold(tokenizer, crate::plugin::cache::default_dir().as_deref());
+}
+
 /// One counter per tokenizer per process, so memoised counts are shared by
 /// every assembler.
 pub fn shared_counter(tokenizer: Tokenizer) -> &'static TokenCounter {
     static O200K: OnceLock<TokenCounter> = OnceLock::new();
     static CL100K: OnceLock<TokenCounter> = OnceLock::new();
+    let init = || {
+        let counter = TokenCounter::new(tokenizer);
+        if let Some(dir) = crate::plugin::cache::default_dir() {
+            counter.load(&crate::tokens::saved_counts_path(&dir, tokenizer));
+        }
+        counter
+    };
     match tokenizer {
-        Tokenizer::O200kBase => O200K.get_or_init(|| TokenCounter::new(tokenizer)),
-        Tokenizer::Cl100kBase => CL100K.get_or_init(|| TokenCounter::new(tokenizer)),
+        Tokenizer::O200kBase => O200K.get_or_init(init),
+        Tokenizer::Cl100kBase => CL100K.get_or_init(init),
+    }
+}
+
+/// Saves the shared counter's new counts into the cache directory, so the
+/// next process does not encode them again.
+fn save_counts(counter: &TokenCounter) {
+    let Some(dir) = crate::plugin::cache::default_dir() else { return };
+    let path = crate::tokens::saved_counts_path(&dir, counter.tokenizer());
+    if let Err(e) = counter.save(&path) {
+        tracing::warn!(path = %path.display(), "cannot save token counts: {e}");
     }
 }
 

@@ -20,6 +20,7 @@ pub mod config;
 pub mod core_sections;
 pub mod error;
 pub mod inspect;
+pub mod memo;
 pub mod mode;
 pub mod plugin;
 pub mod render;

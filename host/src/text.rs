@@ -129,9 +129,12 @@ fn escape_reserved_tags(text: &str) -> String {
     let mut last = 0;
     for (i, _) in lower.match_indices('<') {
         let mut j = i + 1;
+        // Whitespace and invisible characters between `<`, `/` and the name
+        // would still read as the tag to a model, so they do not hide it.
         let skip_space = |mut j: usize| {
-            while bytes.get(j).is_some_and(|b| b.is_ascii_whitespace()) {
-                j += 1;
+            while let Some(c) = lower[j..].chars().next().filter(|c| c.is_ascii_whitespace() || is_invisible_format(*c))
+            {
+                j += c.len_utf8();
             }
             j
         };

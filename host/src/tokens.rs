@@ -1,13 +1,15 @@
 //! Exact token counting with tiktoken's BPE tables.
 //!
 //! The encoders are built lazily, once per process (about 120 ms for
-//! o200k_base), and counts are memoised by a hash of the text so a text that
-//! was counted before is never encoded again.
+//! o200k_base), and counts are memoised per paragraph by a 128-bit hash of
+//! the text, in memory and (through [`TokenCounter::save`]) on disk, so a
+//! text that was counted before is never encoded again.
 
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
+use std::path::Path;
 use std::sync::Mutex;
 use tiktoken_rs::CoreBPE;
+use xxhash_rust::xxh3::xxh3_128;
 
 /// The BPE vocabularies proem counts with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -59,20 +61,36 @@ impl Tokenizer {
 }
 
 /// Most memo entries kept before the memo is cleared (bounds memory in
-/// long-running processes).
-const MEMO_LIMIT: usize = 16_384;
+/// long-running processes: about 40 bytes each).
+const MEMO_LIMIT: usize = 65_536;
 
-/// Counts tokens, remembering texts it has counted.
+/// Counts tokens, remembering every paragraph it has counted.
+///
+/// Texts are counted paragraph by paragraph (see [`chunks`]): the sum is the
+/// exact count of the whole text, and a prompt that differs from the last
+/// one in its date line re-encodes that paragraph alone. Counts can be
+/// loaded from and saved to a file, so a new process never builds the BPE
+/// tables (~120 ms) for text some earlier process has counted.
 #[derive(Debug)]
 pub struct TokenCounter {
     tokenizer: Tokenizer,
-    memo: Mutex<HashMap<(u64, usize), usize>>,
+    memo: Mutex<Memo>,
+}
+
+#[derive(Debug, Default)]
+struct Memo {
+    counts: HashMap<u128, u32>,
+    /// Entries added since the last load or save.
+    unsaved: usize,
+    /// Whether lookups may use the memo (benchmarks turn it off).
+    enabled: bool,
+    encoded_bytes: u64,
 }
 
 impl TokenCounter {
     /// A counter for `tokenizer`.
     pub fn new(tokenizer: Tokenizer) -> TokenCounter {
-        TokenCounter { tokenizer, memo: Mutex::new(HashMap::new()) }
+        TokenCounter { tokenizer, memo: Mutex::new(Memo { enabled: true, ..Memo::default() }) }
     }
 
     /// The vocabulary in use.
@@ -85,24 +103,178 @@ impl TokenCounter {
         if text.is_empty() {
             return 0;
         }
-        let key = (fingerprint(text), text.len());
-        if let Some(n) = self.memo.lock().expect("token memo poisoned").get(&key) {
-            return *n;
-        }
-        let n = self.tokenizer.bpe().encode_ordinary(text).len();
         let mut memo = self.memo.lock().expect("token memo poisoned");
-        if memo.len() >= MEMO_LIMIT {
-            memo.clear();
+        let mut total = 0usize;
+        for chunk in chunks(text) {
+            let key = xxh3_128(chunk.as_bytes());
+            if memo.enabled {
+                if let Some(n) = memo.counts.get(&key) {
+                    total += *n as usize;
+                    continue;
+                }
+            }
+            let n = self.tokenizer.bpe().encode_ordinary(chunk).len();
+            memo.encoded_bytes += chunk.len() as u64;
+            if memo.enabled {
+                if memo.counts.len() >= MEMO_LIMIT {
+                    memo.counts.clear();
+                }
+                memo.counts.insert(key, n as u32);
+                memo.unsaved += 1;
+            }
+            total += n;
         }
-        memo.insert(key, n);
-        n
+        total
+    }
+
+    /// Turns the memo on or off (off: every count encodes; for benchmarks).
+    pub fn set_memo(&self, enabled: bool) {
+        let mut memo = self.memo.lock().expect("token memo poisoned");
+        memo.enabled = enabled;
+    }
+
+    /// Bytes this counter has run through the BPE encoder (tests use it to
+    /// prove a count came from the memo).
+    pub fn encoded_bytes(&self) -> u64 {
+        self.memo.lock().expect("token memo poisoned").encoded_bytes
+    }
+
+    /// Adds the counts saved in `path` (see [`TokenCounter::save`]). A
+    /// missing, foreign or corrupt file adds nothing.
+    pub fn load(&self, path: &Path) {
+        let Ok(data) = std::fs::read(path) else { return };
+        let Some(entries) = decode_counts(&data, self.tokenizer) else {
+            tracing::warn!(path = %path.display(), "token count cache is not ours or corrupt; ignoring it");
+            return;
+        };
+        let mut memo = self.memo.lock().expect("token memo poisoned");
+        for (key, n) in entries {
+            if memo.counts.len() >= MEMO_LIMIT {
+                break;
+            }
+            memo.counts.entry(key).or_insert(n);
+        }
+    }
+
+    /// Writes the memo to `path` (temporary file + rename) when it has
+    /// entries not saved yet. Returns whether it wrote.
+    pub fn save(&self, path: &Path) -> std::io::Result<bool> {
+        let bytes = {
+            let mut memo = self.memo.lock().expect("token memo poisoned");
+            if memo.unsaved == 0 {
+                return Ok(false);
+            }
+            memo.unsaved = 0;
+            let mut entries: Vec<(u128, u32)> = memo.counts.iter().map(|(k, v)| (*k, *v)).collect();
+            entries.sort_unstable();
+            encode_counts(&entries, self.tokenizer)
+        };
+        let dir = path.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir)?;
+        let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+        std::io::Write::write_all(&mut tmp, &bytes)?;
+        tmp.persist(path).map_err(|e| e.error)?;
+        Ok(true)
     }
 }
 
-fn fingerprint(text: &str) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    text.hash(&mut h);
-    h.finish()
+/// Splits `text` into pieces whose token counts add up to the count of the
+/// whole. A cut is made only right after a blank line (`\n\n`) and before a
+/// character that is neither whitespace nor `/`: both tiktoken vocabularies
+/// proem uses pre-split text with a regex under which such a position always
+/// ends one pre-token and starts the next (a pre-token can hold a newline
+/// followed by other text only as `\n/`, and whitespace runs end at their
+/// last newline), and BPE never merges across pre-tokens. Checked against
+/// whole-text counts in this module's tests and in `tests/properties.rs`.
+pub fn chunks(text: &str) -> impl Iterator<Item = &str> {
+    let bytes = text.as_bytes();
+    let mut start = 0;
+    let mut search = 0;
+    std::iter::from_fn(move || {
+        if start >= bytes.len() {
+            return None;
+        }
+        // `find(char)` is a memchr; most newlines are not blank lines.
+        while let Some(found) = text[search..].find('\n') {
+            let at = search + found;
+            search = at + 1;
+            if bytes.get(at + 1) != Some(&b'\n') {
+                continue;
+            }
+            let cut = at + 2;
+            search = cut;
+            let Some(next) = text[cut..].chars().next() else { break };
+            if !next.is_whitespace() && next != '/' {
+                let piece = &text[start..cut];
+                start = cut;
+                return Some(piece);
+            }
+        }
+        let piece = &text[start..];
+        start = bytes.len();
+        Some(piece)
+    })
+}
+
+/// Starts building `tokenizer`'s BPE tables on a background thread when no
+/// saved counts exist for it (a first run, or the cache is off): the ~120 ms
+/// then overlap with loading config, files and plugins instead of adding to
+/// them. A no-op when counts are saved (the tables are probably not needed).
+pub fn prewarm_if_cold(tokenizer: Tokenizer, cache_dir: Option<&Path>) {
+    if cache_dir.is_some_and(|d| saved_counts_path(d, tokenizer).exists()) {
+        return;
+    }
+    let _ = std::thread::Builder::new().name("proem-bpe".into()).spawn(move || {
+        tokenizer.bpe();
+    });
+}
+
+/// The file in proem's cache directory that keeps `tokenizer`'s counts.
+pub fn saved_counts_path(dir: &Path, tokenizer: Tokenizer) -> std::path::PathBuf {
+    dir.join(format!("tokens-{}.bin", tokenizer.name()))
+}
+
+const COUNTS_MAGIC: &[u8; 8] = b"PROEMTK1";
+
+/// File layout: magic, tokenizer name (16 bytes, zero-padded), xxh3-64 of the
+/// entries, entries (16-byte key, 4-byte count, little-endian).
+fn encode_counts(entries: &[(u128, u32)], tokenizer: Tokenizer) -> Vec<u8> {
+    let mut body = Vec::with_capacity(entries.len() * 20);
+    for (k, v) in entries {
+        body.extend_from_slice(&k.to_le_bytes());
+        body.extend_from_slice(&v.to_le_bytes());
+    }
+    let mut out = Vec::with_capacity(32 + body.len());
+    out.extend_from_slice(COUNTS_MAGIC);
+    let mut name = [0u8; 16];
+    name[..tokenizer.name().len()].copy_from_slice(tokenizer.name().as_bytes());
+    out.extend_from_slice(&name);
+    out.extend_from_slice(&xxhash_rust::xxh3::xxh3_64(&body).to_le_bytes());
+    out.extend_from_slice(&body);
+    out
+}
+
+fn decode_counts(data: &[u8], tokenizer: Tokenizer) -> Option<Vec<(u128, u32)>> {
+    let header = 8 + 16 + 8;
+    if data.len() < header || &data[..8] != COUNTS_MAGIC {
+        return None;
+    }
+    let name = &data[8..24];
+    if &name[..tokenizer.name().len()] != tokenizer.name().as_bytes() {
+        return None;
+    }
+    let sum = u64::from_le_bytes(data[24..32].try_into().ok()?);
+    let body = &data[header..];
+    if !body.len().is_multiple_of(20) || xxhash_rust::xxh3::xxh3_64(body) != sum {
+        return None;
+    }
+    Some(
+        body.chunks_exact(20)
+            .map(|e| {
+                (u128::from_le_bytes(e[..16].try_into().unwrap()), u32::from_le_bytes(e[16..].try_into().unwrap()))
+            })
+            .collect(),
+    )
 }
 
 #[cfg(test)]
@@ -139,5 +311,56 @@ mod tests {
         assert_eq!(c100.count("hello world"), 2);
         // Special-token text is counted as ordinary characters, never as one token.
         assert!(c.count("<|endoftext|>") > 1);
+    }
+
+    #[test]
+    fn paragraph_sums_equal_whole_counts() {
+        let samples = [
+            "## A\nbody\n\n## B\nmore text here.\n\n\n## C",
+            "x.\n\n/slash stays joined\n\n   indented\n\n\ttab\n\nend",
+            "ünï\n\n👩\u{200d}👧 emoji\n\n\u{a0}nbsp\n\n'quote\n\n123456\n\n<tag>\n\n",
+            "no breaks at all",
+            "\n\n\n\nleading blank lines\n\n",
+        ];
+        for tokenizer in [Tokenizer::O200kBase, Tokenizer::Cl100kBase] {
+            let c = TokenCounter::new(tokenizer);
+            for text in samples {
+                let pieces: Vec<&str> = chunks(text).collect();
+                assert_eq!(pieces.concat(), text);
+                assert_eq!(c.count(text), tokenizer.bpe().encode_ordinary(text).len(), "{text:?}");
+            }
+        }
+        let pieces: Vec<&str> = chunks("a\n\nb\n\n/c\n\n d").collect();
+        assert_eq!(pieces, ["a\n\n", "b\n\n/c\n\n d"]);
+    }
+
+    #[test]
+    fn saved_counts_load_into_a_new_counter_and_bad_files_are_ignored() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tokens.bin");
+        let text = "## Saved\nsome text\n\n## More\nother text";
+        let a = TokenCounter::new(Tokenizer::O200kBase);
+        let n = a.count(text);
+        assert!(a.save(&path).unwrap());
+        assert!(!a.save(&path).unwrap(), "nothing new to save");
+        let b = TokenCounter::new(Tokenizer::O200kBase);
+        b.load(&path);
+        assert_eq!(b.count(text), n);
+        assert_eq!(b.encoded_bytes(), 0, "counted from the loaded memo");
+        // Another tokenizer's file, a flipped byte, a truncated file: ignored.
+        let other = TokenCounter::new(Tokenizer::Cl100kBase);
+        other.load(&path);
+        other.count(text);
+        assert_eq!(other.encoded_bytes(), text.len() as u64);
+        let mut bytes = std::fs::read(&path).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 1;
+        for bad in [bytes.clone(), bytes[..bytes.len() - 3].to_vec(), Vec::new()] {
+            std::fs::write(&path, &bad).unwrap();
+            let c = TokenCounter::new(Tokenizer::O200kBase);
+            c.load(&path);
+            assert_eq!(c.count(text), n);
+            assert_eq!(c.encoded_bytes(), text.len() as u64, "a bad file is not trusted");
+        }
     }
 }

@@ -90,24 +90,29 @@ impl Workspace {
         if let Err(why) = crate::config::check_relative_path(rel) {
             return Err(Unavailable::Refused(format!("{why}; not read")));
         }
-        let link = match self.dir.symlink_metadata(rel) {
-            Ok(m) => m,
-            Err(e) if e.kind() == ErrorKind::NotFound => return Err(Unavailable::Missing),
-            Err(e) => return Err(classify_open_error(&e, false)),
+        // One capability-checked open (symlinks followed only inside the
+        // workspace; O_NONBLOCK so a FIFO cannot hang the build), then fstat.
+        // Only a failed open pays for an lstat, to word the error.
+        let mut options = cap_std::fs::OpenOptions::new();
+        options.read(true);
+        cap_std::fs::OpenOptionsExt::custom_flags(&mut options, rustix::fs::OFlags::NONBLOCK.bits() as i32);
+        let file = match self.dir.open_with(rel, &options) {
+            Ok(f) => f,
+            Err(e) if e.kind() == ErrorKind::NotFound && self.dir.symlink_metadata(rel).is_err() => {
+                return Err(Unavailable::Missing)
+            }
+            Err(e) => {
+                let is_link = self.dir.symlink_metadata(rel).is_ok_and(|m| m.file_type().is_symlink());
+                return Err(classify_open_error(&e, is_link));
+            }
         };
-        let is_link = link.file_type().is_symlink();
-        // Follows symlinks, but only inside the workspace.
-        let meta = match self.dir.metadata(rel) {
-            Ok(m) => m,
-            Err(e) => return Err(classify_open_error(&e, is_link)),
-        };
+        let meta = file.metadata().map_err(|e| Unavailable::Unreadable(format!("stat failed: {e}")))?;
         if meta.is_dir() {
             return Err(Unavailable::Unreadable("is a directory, not a file".into()));
         }
         if !meta.is_file() {
             return Err(Unavailable::Unreadable("is not a regular file".into()));
         }
-        let file = self.dir.open(rel).map_err(|e| classify_open_error(&e, is_link))?;
         let mut bytes = Vec::with_capacity((meta.len() as usize).min(max_bytes) + 1);
         file.take(max_bytes as u64 + 1)
             .read_to_end(&mut bytes)

@@ -15,6 +15,7 @@ impl Agent {
     /// An empty agent directory with a config that pins everything
     /// machine-dependent (sandbox workdir instead of the temp path).
     pub fn new() -> Agent {
+        plugin_env();
         let agent = Agent { dir: tempfile::tempdir().expect("temp dir") };
         agent.config("[agent]\nid = \"testbot\"\n\n[sandbox]\nenabled = true\nworkdir = \"/workspace\"\n");
         agent
@@ -139,9 +140,10 @@ pub fn example_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/marlow")
 }
 
-/// Points the compiled-component cache at a directory under the build's
-/// target dir, so tests never write into the user's ~/.cache. Call first in
-/// every test that loads plugins.
+/// Points proem's cache (compiled components, token counts) at a directory
+/// under the build's target dir, so tests never write into the user's
+/// ~/.cache. [`Agent::new`] calls it; call it first in any test that builds
+/// without one.
 pub fn plugin_env() -> PathBuf {
     static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     DIR.get_or_init(|| {

@@ -6,6 +6,10 @@ use crate::plugin::wit;
 /// The custom section the SDK stamps with the API version (`0.1.0`).
 pub const API_VERSION_SECTION: &str = "proem:api-version";
 
+/// Import name prefixes the host's linker can satisfy (proem's own
+/// interfaces and WASI 0.2, whose sandboxed parts are all denied by policy).
+const OFFERED_IMPORTS: &[&str] = &["proem:plugin/", "wasi:"];
+
 /// Returns the API version a binary targets, or why it cannot be loaded.
 /// Never panics, whatever the bytes.
 pub fn check(bytes: &[u8]) -> Result<String, String> {
@@ -21,9 +25,23 @@ pub fn check(bytes: &[u8]) -> Result<String, String> {
     }
     let mut stamped: Option<String> = None;
     let mut exported: Vec<String> = Vec::new();
+    let mut foreign: Vec<String> = Vec::new();
+    // Nesting depth: only the outer component's imports are the host's to
+    // provide; nested components and modules import from their parent.
+    let mut depth = 0usize;
     for payload in wasmparser::Parser::new(0).parse_all(bytes) {
         let payload = payload.map_err(|e| format!("malformed component: {e}"))?;
         match payload {
+            wasmparser::Payload::ModuleSection { .. } | wasmparser::Payload::ComponentSection { .. } => depth += 1,
+            wasmparser::Payload::End(_) => depth = depth.saturating_sub(1),
+            wasmparser::Payload::ComponentImportSection(reader) if depth == 0 => {
+                for import in reader {
+                    let name = import.map_err(|e| format!("malformed component: {e}"))?.name.0;
+                    if !OFFERED_IMPORTS.iter().any(|prefix| name.starts_with(prefix)) {
+                        foreign.push(name.to_string());
+                    }
+                }
+            }
             wasmparser::Payload::CustomSection(reader) if reader.name() == API_VERSION_SECTION => {
                 stamped = Some(String::from_utf8_lossy(reader.data()).trim().to_string());
             }
@@ -47,6 +65,12 @@ pub fn check(bytes: &[u8]) -> Result<String, String> {
     };
     if !wit::is_supported(&version) {
         return Err(format!("built for proem plugin API {version}, but this proem supports {}", wit::supported_list()));
+    }
+    if !foreign.is_empty() {
+        return Err(format!(
+            "imports `{}`, which proem does not provide (a plugin may import only proem:plugin/… and wasi:…)",
+            foreign.join("`, `")
+        ));
     }
     Ok(version)
 }

@@ -91,14 +91,22 @@ fn read_entry(engine: &Engine, path: &Path) -> Option<Component> {
     }
 }
 
+/// A cache file's bytes for a serialised component: magic, SHA-256 of the
+/// payload, payload. Public so tests can forge entries that pass the checksum.
+pub fn encode_entry(payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(HEADER + payload.len());
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&Sha256::digest(payload));
+    out.extend_from_slice(payload);
+    out
+}
+
 fn write_entry(component: &Component, path: &Path) -> std::io::Result<()> {
     let payload = component.serialize().map_err(|e| std::io::Error::other(e.to_string()))?;
     let dir = path.parent().expect("entries live in a directory");
     std::fs::create_dir_all(dir)?;
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    tmp.write_all(MAGIC)?;
-    tmp.write_all(&Sha256::digest(&payload))?;
-    tmp.write_all(&payload)?;
+    tmp.write_all(&encode_entry(&payload))?;
     tmp.as_file().sync_data()?;
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())

@@ -12,6 +12,7 @@
 use crate::bootstrap::{load_order, BootstrapFile};
 use crate::config::PluginConfig;
 use crate::error::ProemError;
+use crate::memo::KeyHasher;
 use crate::plugin::call::{self, CallLimits, Failure, Outcome, Request, Response};
 use crate::plugin::engine::{self, PluginEngine};
 use crate::plugin::hooks::{self, BuildContext, OutputCaps, PluginInfo, RawFile};
@@ -21,8 +22,9 @@ use crate::plugin::{binary, builtin, cache};
 use crate::report::{Diagnostic, PluginReport};
 use crate::section::Section;
 use crate::tokens::Tokenizer;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::Duration;
 
 /// Default memory cap per call.
@@ -106,7 +108,13 @@ impl LoadedPlugin {
 pub struct PluginSet {
     plugins: Vec<LoadedPlugin>,
     agent_dir: PathBuf,
+    /// Successful outcomes by [`call_key`]: a plugin is a pure function of
+    /// what it can observe, so an identical call is not made twice.
+    memo: Mutex<HashMap<u128, Outcome>>,
 }
+
+/// Most plugin outcomes kept; the memo is cleared when it is full.
+const MEMO_LIMIT: usize = 512;
 
 /// What running the plugins for one build produced besides sections.
 #[derive(Debug, Default)]
@@ -179,7 +187,7 @@ impl PluginSet {
         let prepared: Vec<(LoadedPlugin, Result<Vec<u8>, String>)> =
             configs.iter().map(|c| prepare(c, agent_dir)).collect();
         if prepared.is_empty() {
-            return Ok(PluginSet { plugins, agent_dir: agent_dir.to_path_buf() });
+            return Ok(PluginSet { plugins, agent_dir: agent_dir.to_path_buf(), memo: Mutex::default() });
         }
         let _span = tracing::info_span!("load_plugins", count = prepared.len()).entered();
         // Compile in parallel: cold compiles are the slow part of a first run.
@@ -210,12 +218,17 @@ impl PluginSet {
             plugins.push(plugin);
         }
         plugins.sort_by(|a, b| a.id.cmp(&b.id));
-        Ok(PluginSet { plugins, agent_dir: agent_dir.to_path_buf() })
+        Ok(PluginSet { plugins, agent_dir: agent_dir.to_path_buf(), memo: Mutex::default() })
     }
 
     /// The plugins, sorted by id.
     pub fn plugins(&self) -> &[LoadedPlugin] {
         &self.plugins
+    }
+
+    /// Whether a loaded plugin may read the agent directory.
+    pub fn reads_workspace(&self) -> bool {
+        self.plugins.iter().any(|p| p.state.is_ok() && p.grants.workspace_read)
     }
 
     /// Whether any plugin is configured.
@@ -247,6 +260,7 @@ impl PluginSet {
         now: Duration,
         tokenizer: Tokenizer,
         run: &mut BuildRun,
+        memo: Option<u64>,
     ) -> Result<Vec<BootstrapFile>, ProemError> {
         let Ok(engine) = engine::get() else { return Ok(files) };
         for plugin in &self.plugins {
@@ -257,8 +271,15 @@ impl PluginSet {
             let raw: Vec<RawFile> =
                 files.iter().map(|f| RawFile { name: f.name.clone(), content: f.text.clone() }).collect();
             let request = Request::Bootstrap(with_config(ctx, plugin), raw);
-            let call = plugin.call(engine, &ready.bindings, &self.agent_dir, now, tokenizer, plugin.deadline, request);
-            let Outcome { result, logs, elapsed } = run_calls(engine, vec![call]).remove(0);
+            let key = memo.map(|generation| call_key(plugin, &request, tokenizer, generation));
+            let Outcome { result, logs, elapsed } = match key.and_then(|k| self.remembered(k)) {
+                Some(hit) => hit,
+                None => {
+                    let call =
+                        plugin.call(engine, &ready.bindings, &self.agent_dir, now, tokenizer, plugin.deadline, request);
+                    self.remember(key, run_calls(engine, vec![call]).remove(0))
+                }
+            };
             let checked = match result {
                 Ok(Response::Bootstrap(out)) => hooks::validate_files(out, plugin.caps)
                     .map_err(|e| Failure::Host(format!("returned invalid files: {e}"))),
@@ -283,10 +304,13 @@ impl PluginSet {
         now: Duration,
         tokenizer: Tokenizer,
         run: &mut BuildRun,
+        memo: Option<u64>,
     ) -> Result<Vec<Section>, ProemError> {
         let Ok(engine) = engine::get() else { return Ok(Vec::new()) };
         let mut jobs = Vec::new();
         let mut calls = Vec::new();
+        let mut outcomes: Vec<Option<Outcome>> = Vec::new();
+        let mut pending: Vec<(usize, Option<u128>)> = Vec::new();
         for plugin in &self.plugins {
             let Ok(ready) = &plugin.state else { continue };
             let requests = [
@@ -295,6 +319,13 @@ impl PluginSet {
             ];
             for request in requests.into_iter().flatten() {
                 jobs.push((plugin, request.hook()));
+                let key = memo.map(|generation| call_key(plugin, &request, tokenizer, generation));
+                if let Some(hit) = key.and_then(|k| self.remembered(k)) {
+                    outcomes.push(Some(hit));
+                    continue;
+                }
+                pending.push((outcomes.len(), key));
+                outcomes.push(None);
                 calls.push(plugin.call(
                     engine,
                     &ready.bindings,
@@ -306,8 +337,11 @@ impl PluginSet {
                 ));
             }
         }
+        for ((slot, key), outcome) in pending.into_iter().zip(run_calls(engine, calls)) {
+            outcomes[slot] = Some(self.remember(key, outcome));
+        }
         let mut sections = Vec::new();
-        for ((plugin, hook), outcome) in jobs.into_iter().zip(run_calls(engine, calls)) {
+        for ((plugin, hook), outcome) in jobs.into_iter().zip(outcomes.into_iter().flatten()) {
             let Outcome { result, logs, elapsed } = outcome;
             let invalid = |why: String| Failure::Host(format!("returned invalid output: {why}"));
             let mut notes = Vec::new();
@@ -332,6 +366,58 @@ impl PluginSet {
         hooks::dedupe_overlay_blocks(&mut sections, &mut run.diagnostics);
         Ok(sections)
     }
+}
+
+impl PluginSet {
+    /// A memoised outcome (reported as taking no time: nothing ran).
+    fn remembered(&self, key: u128) -> Option<Outcome> {
+        let memo = self.memo.lock().expect("plugin memo poisoned");
+        memo.get(&key).map(|o| Outcome { elapsed: Duration::ZERO, ..o.clone() })
+    }
+
+    /// Keeps a successful outcome under `key` (failures are not kept: a
+    /// timeout depends on the machine, not on the input).
+    fn remember(&self, key: Option<u128>, outcome: Outcome) -> Outcome {
+        if let (Some(key), Ok(_)) = (key, &outcome.result) {
+            let mut memo = self.memo.lock().expect("plugin memo poisoned");
+            if memo.len() >= MEMO_LIMIT {
+                memo.clear();
+            }
+            memo.insert(key, outcome.clone());
+        }
+        outcome
+    }
+}
+
+/// The memo key of a call: everything the plugin can observe. The plugin's
+/// code and limits are fixed for the set's life; `generation` stands for the
+/// workspace files and is part of the key only when the plugin may read
+/// them; the tokenizer answers its `count-tokens` calls.
+fn call_key(plugin: &LoadedPlugin, request: &Request, tokenizer: Tokenizer, generation: u64) -> u128 {
+    let mut h = KeyHasher::default();
+    h.str(&plugin.id).str(request.hook()).str(tokenizer.name());
+    if plugin.grants.workspace_read {
+        h.num(generation);
+    }
+    if let Request::Sections(c) | Request::Overlay(c) | Request::Bootstrap(c, _) = request {
+        h.str(&c.agent_id).str(c.mode.as_str()).opt(c.provider.as_deref()).opt(c.model.as_deref());
+        h.opt(c.channel.as_deref()).opt(c.chat_kind.as_deref()).str(&c.config_json).str(&c.now).str(&c.timezone);
+        h.num(c.tools.len() as u64);
+        for t in &c.tools {
+            h.str(&t.name).str(&t.description).opt(t.parameters_json.as_deref());
+        }
+        h.num(c.skills.len() as u64);
+        for s in &c.skills {
+            h.str(&s.name).str(&s.description).str(&s.location);
+        }
+    }
+    if let Request::Bootstrap(_, files) = request {
+        h.num(files.len() as u64);
+        for f in files {
+            h.str(&f.name).opt(f.content.as_deref());
+        }
+    }
+    h.finish()
 }
 
 fn with_config(ctx: &BuildContext, plugin: &LoadedPlugin) -> BuildContext {

@@ -1,0 +1,187 @@
+//! The caches never serve stale content: every change to a file a build
+//! reads, to a plugin or to the config shows in the next build, and a build
+//! with every cache off is byte-identical to one with all of them on.
+
+mod common;
+
+use common::*;
+use proem_host::memo::Caching;
+use proem_host::{Assembler, Turn};
+use std::os::unix::fs::symlink;
+
+/// A change to the agent directory, and how its effect shows in a build.
+type Change<'a> = Box<dyn Fn() + 'a>;
+type Check = Box<dyn Fn(&proem_host::Built) -> bool>;
+
+fn soul(built: &proem_host::Built) -> Option<&str> {
+    wrapped(&built.prompt, "context_file", "SOUL.md")
+}
+
+#[test]
+fn an_unchanged_agent_is_served_from_the_memo_and_matches_an_uncached_build() {
+    let agent = Agent::with_plugins(&(builtin("hardware-access", "") + &builtin("gpt5-overlay", "")));
+    agent.skill("weather", "Forecasts");
+    let t = Turn { model: Some("gpt-5".into()), tools: Some(tools(&["gpio_write", "exec"])), ..turn() };
+    let assembler = agent.assembler();
+    let first = assembler.build(&t).unwrap();
+    let second = assembler.build(&t).unwrap();
+    assert_eq!(assembler.memo_hits(), 1, "the second build is the memo's");
+    assert_eq!(second.prompt, first.prompt);
+    let mut uncached = agent.assembler();
+    uncached.set_caching(Caching::NONE);
+    let plain = uncached.build(&t).unwrap();
+    uncached.set_caching(Caching::default());
+    assert_eq!(plain.prompt, first.prompt, "caches change no byte");
+    assert_eq!(plain.stable_hash, first.stable_hash);
+    assert_eq!(plain.tokens, first.tokens);
+    // Another turn is another key.
+    let other = assembler.build(&Turn { channel: Some("slack".into()), ..t.clone() }).unwrap();
+    assert_ne!(other.dynamic, first.dynamic);
+    assert_eq!(assembler.memo_hits(), 1);
+}
+
+#[test]
+fn every_file_change_shows_in_the_next_build() {
+    let agent = Agent::new();
+    agent.with_standard_files().skill("weather", "Forecasts").file("real.md", "linked v1");
+    agent.config(
+        "[agent]\nid = \"testbot\"\n[bootstrap]\nextra_files = [\"NOTES.md\"]\n[tools]\nfile = \"tools.json\"\n",
+    );
+    agent.file("tools.json", "[{\"name\": \"exec\"}]");
+    symlink("real.md", agent.path().join("NOTES.md")).unwrap();
+    let assembler = agent.assembler();
+    let t = turn();
+    let mut last = assembler.build(&t).unwrap();
+    assert_eq!(soul(&last), Some("# Soul\nDry wit."));
+    let changes: Vec<(&str, Change, Check)> = vec![
+        (
+            "same-size edit",
+            Box::new(|| {
+                agent.file("SOUL.md", "# Soul\nWet wit.");
+            }),
+            Box::new(|b| soul(b) == Some("# Soul\nWet wit.")),
+        ),
+        (
+            "new skill folder",
+            Box::new(|| {
+                agent.skill("kiln", "Fires pots");
+            }),
+            Box::new(|b| b.prompt.contains("<name>kiln</name>")),
+        ),
+        (
+            "edited SKILL.md",
+            Box::new(|| {
+                agent.skill("weather", "Rain radar");
+            }),
+            Box::new(|b| b.prompt.contains("Rain radar")),
+        ),
+        (
+            "tools file",
+            Box::new(|| {
+                agent.file("tools.json", "[{\"name\": \"exec\"}, {\"name\": \"grep_logs\"}]");
+            }),
+            Box::new(|b| b.prompt.contains("grep_logs")),
+        ),
+        (
+            "symlink target edited",
+            Box::new(|| {
+                agent.file("real.md", "linked v2");
+            }),
+            Box::new(|b| wrapped(&b.prompt, "context_file", "NOTES.md") == Some("linked v2")),
+        ),
+        (
+            "file deleted",
+            Box::new(|| std::fs::remove_file(agent.path().join("MEMORY.md")).unwrap()),
+            Box::new(|b| !b.prompt.contains("started.")),
+        ),
+        (
+            "file created",
+            Box::new(|| {
+                agent.file("BOOTSTRAP.md", "First run: say hello.");
+            }),
+            Box::new(|b| b.prompt.contains("First run: say hello.")),
+        ),
+        (
+            "file replaced by a directory",
+            Box::new(|| {
+                std::fs::remove_file(agent.path().join("USER.md")).unwrap();
+                std::fs::create_dir(agent.path().join("USER.md")).unwrap();
+            }),
+            Box::new(|b| !b.prompt.contains("Likes tea.")),
+        ),
+    ];
+    for (what, change, seen) in changes {
+        change();
+        let built = assembler.build(&t).unwrap();
+        assert!(seen(&built), "{what}: not in the next build");
+        assert_ne!(built.prompt, last.prompt, "{what}");
+        // And the fresh result is what an uncached build gives.
+        let mut fresh = agent.assembler();
+        fresh.set_caching(Caching::NONE);
+        assert_eq!(fresh.build(&t).unwrap().prompt, built.prompt, "{what}");
+        last = built;
+    }
+}
+
+#[test]
+fn a_plugin_reading_the_workspace_sees_every_change() {
+    plugin_env();
+    let agent = Agent::with_plugins(&builtin(
+        "aieos-identity",
+        "grants = [\"workspace-read\"]\nconfig = { aieos_path = \"persona/me.json\" }",
+    ));
+    let doc = |name: &str| format!("{{\"identity\": {{\"names\": {{\"first\": \"{name}\"}}}}}}");
+    agent.file("persona/me.json", &doc("Quill"));
+    let assembler = agent.assembler();
+    assert!(assembler.build(&turn()).unwrap().prompt.contains("Quill"));
+    agent.file("persona/me.json", &doc("Rook!"));
+    assert!(assembler.build(&turn()).unwrap().prompt.contains("Rook!"), "a same-size edit the plugin reads");
+    std::fs::remove_file(agent.path().join("persona/me.json")).unwrap();
+    let gone = assembler.build(&turn()).unwrap();
+    assert!(!gone.prompt.contains("Rook!"));
+    assert!(diagnostic(&gone, "plugin_warning").is_some() || !gone.diagnostics.is_empty());
+}
+
+#[test]
+fn a_changed_plugin_or_config_shows_in_a_reopened_assembler() {
+    plugin_env();
+    let agent = Agent::with_plugins(&fixture("p", "sections", "text = \"version one\""));
+    let before = agent.build(&turn());
+    assert!(before.prompt.contains("version one"));
+    // The same file name now holds another plugin: the caches key on the
+    // wasm's hash, so nothing of the old one is served.
+    let hardware = proem_host::plugin::builtin::get("hardware-access").unwrap();
+    agent.bytes("plugins/fixture.wasm", hardware);
+    let after = agent.assembler().build(&Turn { tools: Some(tools(&["gpio_write"])), ..turn() }).unwrap();
+    assert!(!after.prompt.contains("version one") && after.prompt.contains("## Hardware Access"));
+    // A config edit (the agent's name) in a new assembler.
+    agent.config("[agent]\nid = \"testbot\"\nname = \"Renamed\"\n");
+    let renamed = Assembler::open(agent.path(), None).unwrap().build(&turn()).unwrap();
+    assert!(renamed.stable.contains("Renamed"));
+    assert!(!before.stable.contains("Renamed"));
+}
+
+#[test]
+fn saved_token_counts_are_exact_for_a_new_process() {
+    // A fresh `proem build` with the counts saved by a previous one prints
+    // the same token totals as one with no cache at all.
+    let agent = Agent::new();
+    agent.with_standard_files();
+    let cache = tempfile::tempdir().unwrap();
+    let run = |dir: Option<&std::path::Path>| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_proem"))
+            .args(["build", agent.path().to_str().unwrap(), "--format", "json", "--now", "2026-11-21T09:30:00Z"])
+            .env("PROEM_CACHE_DIR", dir.map(|d| d.as_os_str().to_owned()).unwrap_or_default())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        (v["prompt"].as_str().unwrap().to_string(), v["tokens"].clone())
+    };
+    let first = run(Some(cache.path()));
+    assert!(cache.path().join("tokens-cl100k_base.bin").exists());
+    let second = run(Some(cache.path()));
+    let uncached = run(None);
+    assert_eq!(first, second);
+    assert_eq!(second, uncached);
+}
