@@ -27,6 +27,17 @@ fuzz_target!(|input: (u16, &[u8])| {
         assert!(file.text.chars().count() <= config.budget.per_file_chars);
         assert!(!file.text.contains('\r'));
         assert!(!file.text.contains(BOUNDARY_MARKER));
-        assert!(!file.text.to_ascii_lowercase().contains("</context_file"));
+        assert!(!closes_wrapper(&file.text), "{:?}", file.text);
     }
 });
+
+/// A closing `context_file` tag: `</`, optional whitespace, the name, then
+/// anything but a name character (`</context_file6` is another tag).
+fn closes_wrapper(text: &str) -> bool {
+    let lower = text.to_ascii_lowercase();
+    lower.match_indices("</").any(|(i, _)| {
+        let rest = lower[i + 2..].trim_start();
+        rest.strip_prefix("context_file")
+            .is_some_and(|after| !after.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+    })
+}

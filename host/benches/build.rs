@@ -56,7 +56,7 @@ fn main() {
     line(process_row("no cache at all (PROEM_CACHE_DIR=\"\")", &off));
 
     // ------------------------------------------------------------ in process
-    line("## Builds in one process (examples/atlas, the 3 official plugins, 24,000-token budget)\n".into());
+    line("\n## Builds in one process (examples/atlas, the 3 official plugins, 24,000-token budget)\n".into());
     line("| figure | caches | p50 | p99 | mean |\n|---|---|---|---|---|".into());
     let cases: [(&str, Caching, bool); 6] = [
         ("warm rebuild, unchanged files", Caching::default(), false),
