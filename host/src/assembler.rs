@@ -249,10 +249,7 @@ impl Assembler {
         let now = now.with_timezone(&tz);
         let provider = turn_or_config(&turn.provider, &config.provider.name, 64);
         let model = turn_or_config(&turn.model, &config.provider.model, 96);
-        let tokenizer = match &config.budget.tokenizer {
-            Some(name) => Tokenizer::from_name(name).expect("validated with the config"),
-            None => Tokenizer::for_model(model.as_deref().unwrap_or("")),
-        };
+        let tokenizer = tokenizer_for(config, model.as_deref()).expect("validated with the config");
         let channel = turn.channel.as_deref().map(clean_channel).filter(|c| !c.is_empty());
         let agent_id = one_line(&config.agent_id(self.workspace.root()), 64);
 
@@ -492,11 +489,17 @@ fn clean_channel(c: &str) -> String {
 
 /// Starts building the config's likely tokenizer early on a cold cache.
 fn prewarm(config: &Config) {
-    let tokenizer = match &config.budget.tokenizer {
-        Some(name) => Tokenizer::from_name(name).unwrap_or(Tokenizer::Cl100kBase),
-        None => Tokenizer::for_model(config.provider.model.as_deref().unwrap_or("")),
-    };
+    let tokenizer = tokenizer_for(config, config.provider.model.as_deref()).unwrap_or(Tokenizer::Cl100kBase);
     crate::tokens::prewarm_if_cold(tokenizer, crate::plugin::cache::default_dir().as_deref());
+}
+
+/// The tokenizer for `model`: `[budget] tokenizer` when set (`None` when that
+/// name is unknown, which config validation rules out), else by model.
+fn tokenizer_for(config: &Config, model: Option<&str>) -> Option<Tokenizer> {
+    match &config.budget.tokenizer {
+        Some(name) => Tokenizer::from_name(name),
+        None => Some(Tokenizer::for_model(model.unwrap_or(""))),
+    }
 }
 
 /// One counter per tokenizer per process, so memoised counts are shared by
@@ -520,6 +523,10 @@ pub fn shared_counter(tokenizer: Tokenizer) -> &'static TokenCounter {
 /// Saves the shared counter's new counts into the cache directory, so the
 /// next process does not encode them again.
 fn save_counts(counter: &TokenCounter) {
+    // Checked first: this runs after every build, and most add no counts.
+    if !counter.has_unsaved() {
+        return;
+    }
     let Some(dir) = crate::plugin::cache::default_dir() else { return };
     let path = crate::tokens::saved_counts_path(&dir, counter.tokenizer());
     if let Err(e) = counter.save(&path) {

@@ -128,16 +128,6 @@ impl Snapshot {
     pub fn trustworthy(&self) -> bool {
         !self.racy
     }
-
-    /// Paths watched.
-    pub fn len(&self) -> usize {
-        self.seen.len()
-    }
-
-    /// Whether nothing is watched.
-    pub fn is_empty(&self) -> bool {
-        self.seen.is_empty()
-    }
 }
 
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Option<()> {

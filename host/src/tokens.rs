@@ -156,6 +156,11 @@ impl TokenCounter {
         }
     }
 
+    /// Whether counts were added since the last load or save.
+    pub fn has_unsaved(&self) -> bool {
+        self.memo.lock().expect("token memo poisoned").unsaved > 0
+    }
+
     /// Writes the memo to `path` (temporary file + rename) when it has
     /// entries not saved yet. Returns whether it wrote.
     pub fn save(&self, path: &Path) -> std::io::Result<bool> {
