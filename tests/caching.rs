@@ -41,7 +41,16 @@ fn an_unchanged_agent_is_served_from_the_memo_and_matches_an_uncached_build() {
 }
 
 #[test]
-fn every_file_change_shows_in_the_next_build() {
+fn every_file_change_shows_in_the_next_build_checked_by_file_events() {
+    file_changes_show(true);
+}
+
+#[test]
+fn every_file_change_shows_in_the_next_build_checked_by_stats() {
+    file_changes_show(false);
+}
+
+fn file_changes_show(file_events: bool) {
     let agent = Agent::new();
     agent.with_standard_files().skill("weather", "Forecasts").file("real.md", "linked v1");
     agent.config(
@@ -49,10 +58,21 @@ fn every_file_change_shows_in_the_next_build() {
     );
     agent.file("tools.json", "[{\"name\": \"exec\"}]");
     symlink("real.md", agent.path().join("NOTES.md")).unwrap();
-    let assembler = agent.assembler();
+    std::fs::create_dir(agent.path().join("backup")).unwrap();
+    std::fs::hard_link(agent.path().join("AGENTS.md"), agent.path().join("backup/AGENTS.md")).unwrap();
+    let mut assembler = agent.assembler();
+    assembler.set_caching(Caching { file_events, ..Caching::default() });
     let t = turn();
     let mut last = assembler.build(&t).unwrap();
     assert_eq!(soul(&last), Some("# Soul\nDry wit."));
+    let expect_events = file_events && proem_host::memo::file_events_available(agent.path());
+    assert_eq!(assembler.files_watched(), expect_events);
+    if file_events && !expect_events {
+        eprintln!("no file events on this filesystem: the stat check was tested twice");
+    }
+    // proem's own reads are not changes.
+    assembler.build(&t).unwrap();
+    assert_eq!(assembler.memo_hits(), 1, "a second build of an unchanged agent is the memo's");
     let changes: Vec<(&str, Change, Check)> = vec![
         (
             "same-size edit",
@@ -88,6 +108,25 @@ fn every_file_change_shows_in_the_next_build() {
                 agent.file("real.md", "linked v2");
             }),
             Box::new(|b| wrapped(&b.prompt, "context_file", "NOTES.md") == Some("linked v2")),
+        ),
+        (
+            "saved by rename over (how editors save)",
+            Box::new(|| {
+                agent.file("SOUL.tmp", "# Soul\nNew wit.");
+                std::fs::rename(agent.path().join("SOUL.tmp"), agent.path().join("SOUL.md")).unwrap();
+            }),
+            Box::new(|b| soul(b) == Some("# Soul\nNew wit.")),
+        ),
+        (
+            "edited through a hard link in an unwatched folder",
+            Box::new(|| {
+                std::fs::OpenOptions::new()
+                    .append(true)
+                    .open(agent.path().join("backup/AGENTS.md"))
+                    .and_then(|mut f| std::io::Write::write_all(&mut f, b"\nAlso: water the plants."))
+                    .unwrap();
+            }),
+            Box::new(|b| b.prompt.contains("Also: water the plants.")),
         ),
         (
             "file deleted",

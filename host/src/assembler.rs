@@ -38,7 +38,12 @@ pub struct Assembler {
     /// changes, and SHA-256 of ~90 KB is the dearest step of a warm build).
     /// Kept unless every cache is off.
     stable_hash: Mutex<Option<(u128, String)>>,
+    /// The last turn's tools, prepared, by a hash of the turn's tools.
+    prepared_tools: Mutex<Option<PreparedTools>>,
 }
+
+/// A prepared tool list and what preparing it reported.
+type PreparedTools = (u128, Vec<crate::tools::PromptTool>, Vec<Diagnostic>);
 
 impl Assembler {
     /// Opens an agent directory and loads its config: `config` when given
@@ -79,6 +84,7 @@ impl Assembler {
             caching: Caching::default(),
             memo: Mutex::default(),
             stable_hash: Mutex::default(),
+            prepared_tools: Mutex::default(),
         }
     }
 
@@ -101,6 +107,12 @@ impl Assembler {
     /// How many builds were answered from the build memo.
     pub fn memo_hits(&self) -> u64 {
         self.memo.lock().expect("build memo poisoned").hits()
+    }
+
+    /// Whether the memos' file check currently uses change notifications
+    /// (see [`crate::memo`]) rather than a stat per file.
+    pub fn files_watched(&self) -> bool {
+        self.memo.lock().expect("build memo poisoned").watched()
     }
 
     /// The config in use.
@@ -127,18 +139,23 @@ impl Assembler {
         let now = turn.now.unwrap_or_else(|| chrono::Utc::now().fixed_offset());
         let memoised = self.caching.builds || self.caching.plugin_outputs;
         if !memoised {
-            return self.build_fresh(turn, contributed, now, None);
+            return self.build_fresh(turn, contributed, now, &|| None);
         }
-        let generation = self.memo.lock().expect("build memo poisoned").refresh(|| self.snapshot());
-        let plugin_memo = self.caching.plugin_outputs.then_some(generation);
+        let refresh = || self.memo.lock().expect("build memo poisoned").refresh(|| self.snapshot());
         if !self.caching.builds {
-            return self.build_fresh(turn, contributed, now, plugin_memo);
+            // Only plugin outputs are memoised: their check need only come
+            // before the plugins run, so it overlaps the file reads.
+            return self.build_fresh(turn, contributed, now, &|| Some(refresh()));
         }
+        // A build memoised under a generation must have read its files after
+        // that generation's check: the check comes first.
+        let generation = refresh();
         let key = self.build_key(turn, contributed, now)?;
         if let Some(built) = self.memo.lock().expect("build memo poisoned").get(key) {
             return Ok(built.clone());
         }
-        let built = self.build_fresh(turn, contributed, now, plugin_memo)?;
+        let plugin_memo = self.caching.plugin_outputs.then_some(generation);
+        let built = self.build_fresh(turn, contributed, now, &|| plugin_memo)?;
         self.memo.lock().expect("build memo poisoned").put(generation, key, built.clone());
         Ok(built)
     }
@@ -155,7 +172,7 @@ impl Assembler {
             paths.push(format!("skills/{name}/SKILL.md"));
             paths.push(format!("skills/{name}"));
         }
-        Snapshot::take(root, &paths, self.plugins.reads_workspace())
+        Snapshot::take(root, self.workspace.as_fd(), &paths, self.plugins.reads_workspace(), self.caching.file_events)
     }
 
     /// Everything a build's output depends on besides the files, the config
@@ -188,31 +205,21 @@ impl Assembler {
         }
         match &turn.tools {
             None => h.num(0),
-            Some(tools) => {
-                h.num(tools.len() as u64 + 1);
-                for t in tools {
-                    h.str(&t.name).str(&t.description);
-                    match &t.parameters {
-                        Some(p) => h.json(p),
-                        None => h.num(u64::MAX),
-                    };
-                }
-                &mut h
-            }
+            Some(tools) => hash_tools(h.num(1), tools),
         };
         // Contributed sections are rare and small: their debug form is exact.
         h.str(&format!("{contributed:?}"));
         Ok(h.finish())
     }
 
-    /// One build from scratch (but for token counts and, with `plugin_memo`,
-    /// plugin outputs).
+    /// One build from scratch (but for token counts and, when `plugin_memo`
+    /// gives the memo's generation, plugin outputs).
     fn build_fresh(
         &self,
         turn: &Turn,
         contributed: &[Section],
         now: chrono::DateTime<chrono::FixedOffset>,
-        plugin_memo: Option<u64>,
+        plugin_memo: &(dyn Fn() -> Option<u64> + Sync),
     ) -> Result<Built, ProemError> {
         let _span = tracing::info_span!("build", agent = %self.workspace.root().display()).entered();
         let config = &self.config;
@@ -228,21 +235,40 @@ impl Assembler {
         let session = turn.session_key.as_deref().map(SessionKind::of_key).unwrap_or(SessionKind::Main);
         tracing::debug!(%mode, ?session, "mode resolved");
 
-        let mut files = {
-            let _s = tracing::info_span!("load_files").entered();
-            bootstrap::load(&self.workspace, config, session, &mut diagnostics)
+        // The bootstrap files and the skills are read side by side: both
+        // are mostly system calls, which dominate a build that re-reads.
+        let build_span = tracing::Span::current();
+        let with_skills = matches!(mode, Mode::Full | Mode::Task);
+        let skills_read = crate::parallel::SharedWork::default();
+        let read_skills = || {
+            build_span.in_scope(|| {
+                let _s = tracing::info_span!("load_skills").entered();
+                skills_read.work(|| skills::folders(&self.workspace), |dir| skills::read(&self.workspace, dir));
+            })
         };
-        let skills = if matches!(mode, Mode::Full | Mode::Task) {
-            let _s = tracing::info_span!("load_skills").entered();
-            skills::load(&self.workspace, &mut diagnostics)
-        } else {
-            Vec::new()
-        };
-        let raw_tools = match &turn.tools {
-            Some(t) => t.clone(),
-            None => self.tools_from_config()?,
-        };
-        let tools = tools::prepare(&raw_tools, &mut diagnostics);
+        let (mut files, plugin_memo, tools) = crate::parallel::in_place_scope(|scope| {
+            if with_skills {
+                scope.spawn(|_| read_skills());
+            }
+            let plugin_memo = plugin_memo();
+            let files = {
+                let _s = tracing::info_span!("load_files").entered();
+                bootstrap::load(&self.workspace, config, session, &mut diagnostics)
+            };
+            let mut tool_notes = Vec::new();
+            let tools = match &turn.tools {
+                Some(t) => Ok(self.prepare_tools(t, &mut tool_notes)),
+                None => self.tools_from_config().map(|t| self.prepare_tools(&t, &mut tool_notes)),
+            };
+            // Then help with the skills the reader thread has not claimed.
+            if with_skills {
+                read_skills();
+            }
+            (files, plugin_memo, tools.map(|t| (t, tool_notes)))
+        });
+        let skills = skills::collect(skills_read.into_results(), &mut diagnostics);
+        let (tools, tool_notes) = tools?;
+        diagnostics.extend(tool_notes);
 
         let tz_name = turn.timezone.clone().unwrap_or_else(|| "UTC".to_string());
         let tz = parse_timezone(&tz_name)?;
@@ -272,10 +298,7 @@ impl Assembler {
                     .map(|t| ContextTool {
                         name: t.name.clone(),
                         description: t.summary.clone(),
-                        // The prepared schema is compact JSON unless capping cut it.
-                        parameters_json: serde_json::from_str::<serde::de::IgnoredAny>(&t.schema)
-                            .is_ok()
-                            .then(|| t.schema.clone()),
+                        parameters_json: t.schema_is_json.then(|| t.schema.clone()),
                     })
                     .collect(),
                 skills: skills.clone(),
@@ -314,7 +337,7 @@ impl Assembler {
                 .unwrap_or_else(|| agent_id.clone()),
             agent_id,
             kind: config.agent.kind,
-            config: config.clone(),
+            config,
             files,
             skills,
             tools,
@@ -460,6 +483,26 @@ impl Assembler {
         }
     }
 
+    /// [`tools::prepare`], reusing the last result for the same tools.
+    fn prepare_tools(&self, raw: &[crate::turn::Tool], notes: &mut Vec<Diagnostic>) -> Vec<crate::tools::PromptTool> {
+        if !self.caching.prepared_tools {
+            return tools::prepare(raw, notes);
+        }
+        let key = hash_tools(&mut KeyHasher::default(), raw).finish();
+        let mut last = self.prepared_tools.lock().expect("tools memo poisoned");
+        if let Some((k, tools, diagnostics)) = &*last {
+            if *k == key {
+                notes.extend(diagnostics.iter().cloned());
+                return tools.clone();
+            }
+        }
+        let mut diagnostics = Vec::new();
+        let tools = tools::prepare(raw, &mut diagnostics);
+        notes.extend(diagnostics.iter().cloned());
+        *last = Some((key, tools.clone(), diagnostics));
+        tools
+    }
+
     fn tools_from_config(&self) -> Result<Vec<crate::turn::Tool>, ProemError> {
         let Some(rel) = &self.config.tools.file else { return Ok(Vec::new()) };
         let path = self.workspace.root().join(rel);
@@ -472,6 +515,20 @@ impl Assembler {
         })?;
         parse_tools(&file.text, &path)
     }
+}
+
+/// Adds a tool list to `h`: every field, so two lists hash alike only when
+/// they are the same.
+fn hash_tools<'h>(h: &'h mut KeyHasher, tools: &[crate::turn::Tool]) -> &'h mut KeyHasher {
+    h.num(tools.len() as u64);
+    for t in tools {
+        h.str(&t.name).str(&t.description);
+        match &t.parameters {
+            Some(p) => h.json(p),
+            None => h.num(u64::MAX),
+        };
+    }
+    h
 }
 
 /// The turn's value, else the config's, as one safe line; `None` when blank.

@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// Everything the core sections are made from, resolved for one build.
 #[derive(Debug, Clone)]
-pub struct CoreInputs {
+pub struct CoreInputs<'a> {
     /// The build's mode.
     pub mode: Mode,
     /// Agent id.
@@ -27,7 +27,7 @@ pub struct CoreInputs {
     /// Open or predefined.
     pub kind: AgentKind,
     /// The validated config.
-    pub config: Config,
+    pub config: &'a Config,
     /// Loaded bootstrap files.
     pub files: Vec<BootstrapFile>,
     /// Skills, sorted.
@@ -117,7 +117,7 @@ impl CoreRender {
 /// Renders every core section present in `inputs.mode`.
 pub fn render(inputs: &CoreInputs, knobs: &Knobs) -> CoreRender {
     let mode = inputs.mode;
-    let files = bootstrap::inject(&inputs.files, mode, &inputs.config, &knobs.file_caps);
+    let files = bootstrap::inject(&inputs.files, mode, inputs.config, &knobs.file_caps);
     let mut truncated = BTreeSet::new();
     let mut bodies: Vec<(&'static str, String)> = Vec::with_capacity(24);
 

@@ -22,6 +22,7 @@ pub mod error;
 pub mod inspect;
 pub mod memo;
 pub mod mode;
+pub mod parallel;
 pub mod plugin;
 pub mod render;
 pub mod report;

@@ -14,8 +14,21 @@
 //! On a filesystem with whole-second timestamps a file changed within the
 //! second of the check could keep its stat; such fresh files switch the memo
 //! off until they are older than two seconds.
+//!
+//! On Linux, when the agent directory is on a local filesystem, the same
+//! paths (and every directory above them up to the agent directory) are also
+//! watched with inotify, and a check is one non-blocking read of the watch:
+//! any event that changes a file, a directory's entries or their attributes
+//! (never proem's own reads) counts as a change. The watches are added
+//! before the stats, so nothing between them is missed; a file watch is on
+//! the file itself, so a change through a hard link elsewhere is seen too.
+//! Remote filesystems (where another machine's writes raise no event),
+//! mount points inside the agent directory and a system out of inotify
+//! instances or watches fall back to the stats. Not seen by either: writes
+//! through a shared memory map before the writer syncs or closes the file.
 
-use rustix::fs::{statat, AtFlags, CWD};
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use rustix::fs::{openat, statat, AtFlags, Mode, OFlags};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 use xxhash_rust::xxh3::Xxh3;
@@ -39,26 +52,38 @@ pub struct Caching {
     pub plugin_outputs: bool,
     /// Token counts per paragraph (also kept on disk across processes).
     pub token_counts: bool,
+    /// Whether the memos' file check may use the system's change
+    /// notifications (inotify) instead of a stat per file.
+    pub file_events: bool,
+    /// The cleaned, sorted tool list, reused while the turn's tools are the
+    /// same (most turns of a conversation repeat them).
+    pub prepared_tools: bool,
 }
 
 impl Default for Caching {
     fn default() -> Self {
-        Caching { builds: true, plugin_outputs: true, token_counts: true }
+        Caching { builds: true, plugin_outputs: true, token_counts: true, file_events: true, prepared_tools: true }
     }
 }
 
 impl Caching {
     /// Everything off: every build reads, runs and counts everything.
-    pub const NONE: Caching = Caching { builds: false, plugin_outputs: false, token_counts: false };
+    pub const NONE: Caching = Caching {
+        builds: false,
+        plugin_outputs: false,
+        token_counts: false,
+        file_events: false,
+        prepared_tools: false,
+    };
 }
 
 /// What a stat said about one path (`None`: it did not exist or could not be
 /// stat'ed).
 type Seen = Option<[u64; 8]>;
 
-fn stat(path: &Path, follow: bool) -> Seen {
+fn stat(dir: BorrowedFd<'_>, path: &Path, follow: bool) -> Seen {
     let flags = if follow { AtFlags::empty() } else { AtFlags::SYMLINK_NOFOLLOW };
-    let st = statat(CWD, path, flags).ok()?;
+    let st = statat(dir, path, flags).ok()?;
     Some([
         st.st_dev as u64,
         st.st_ino as u64,
@@ -78,32 +103,54 @@ fn is_symlink(seen: &Seen) -> bool {
 }
 
 /// The stats of every path a build depends on.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct Snapshot {
-    /// (absolute path, lstat, stat of the target when it is a symlink).
+    /// The agent directory the paths are relative to: the directory the
+    /// build reads through (stats relative to it skip walking the absolute
+    /// path's components on every check).
+    dir: OwnedFd,
+    /// (relative path, lstat, stat of the target when it is a symlink).
     seen: Vec<(PathBuf, Seen, Seen)>,
+    /// The inotify watch on those paths, when one could be set up.
+    events: Option<OwnedFd>,
     /// Some file is too fresh to trust its timestamps.
     racy: bool,
 }
 
 impl Snapshot {
-    /// Stats `paths` (relative to `root`) and, with `whole_tree`, every entry
-    /// under `root` (`None` when the tree is over [`MAX_WATCHED`]).
-    pub fn take(root: &Path, paths: &[String], whole_tree: bool) -> Option<Snapshot> {
-        let mut all: Vec<PathBuf> = paths.iter().map(|p| root.join(p)).collect();
+    /// Stats `paths` (relative to `root`, the agent directory, opened as
+    /// `dir`) and, with `whole_tree`, every entry under `root` (`None` when
+    /// the tree is over [`MAX_WATCHED`] or `dir` cannot be reopened). With
+    /// `file_events`, also watches them (see the module's documentation).
+    pub fn take(
+        root: &Path,
+        dir: BorrowedFd<'_>,
+        paths: &[String],
+        whole_tree: bool,
+        file_events: bool,
+    ) -> Option<Snapshot> {
+        let dir = openat(dir, ".", OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()).ok()?;
+        let mut all: Vec<PathBuf> = paths.iter().map(PathBuf::from).collect();
         if whole_tree {
-            all.push(root.to_path_buf());
-            walk(root, &mut all)?;
+            let mut found = vec![root.to_path_buf()];
+            walk(root, &mut found)?;
+            all.extend(found.iter().map(|p| match p.strip_prefix(root) {
+                Ok(rel) if rel.as_os_str().is_empty() => PathBuf::from("."),
+                Ok(rel) => rel.to_path_buf(),
+                Err(_) => p.clone(),
+            }));
         }
         all.sort();
         all.dedup();
+        // Watches first: a change after this point is an event.
+        let events = if file_events { events::watch(root, dir.as_fd(), &all) } else { None };
         let now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
         let mut racy = false;
-        let seen = all
+        let seen: Vec<(PathBuf, Seen, Seen)> = all
             .into_iter()
             .map(|path| {
-                let link = stat(&path, false);
-                let target = if is_symlink(&link) { stat(&path, true) } else { None };
+                let link = stat(dir.as_fd(), &path, false);
+                let target = if is_symlink(&link) { stat(dir.as_fd(), &path, true) } else { None };
                 for s in [&link, &target].into_iter().flatten() {
                     // Whole-second timestamps (no nanoseconds) on a file changed
                     // in the last two seconds: a second change could keep them.
@@ -113,21 +160,139 @@ impl Snapshot {
                 (path, link, target)
             })
             .collect();
-        Some(Snapshot { seen, racy })
+        // A path on another device (a mount point inside the agent
+        // directory, a symlink to another filesystem) may be remote.
+        let root_dev = stat(dir.as_fd(), Path::new("."), true).map(|s| s[0]);
+        let one_device = seen.iter().flat_map(|(_, l, t)| [l, t]).flatten().all(|s| Some(s[0]) == root_dev);
+        let events = events.filter(|_| one_device);
+        Some(Snapshot { dir, seen, racy, events })
     }
 
-    /// Whether every path still stats the same.
+    /// Whether every path is unchanged: no event on the watch or, without
+    /// one, every path stats the same.
     pub fn unchanged(&self) -> bool {
+        if let Some(events) = &self.events {
+            return events::none_since(events.as_fd());
+        }
+        let dir = self.dir.as_fd();
         self.seen.iter().all(|(path, link, target)| {
-            let now = stat(path, false);
-            now == *link && (!is_symlink(&now) || stat(path, true) == *target)
+            let now = stat(dir, path, false);
+            now == *link && (!is_symlink(&now) || stat(dir, path, true) == *target)
         })
+    }
+
+    /// Whether the check is by file events (for reports and tests).
+    pub fn watched(&self) -> bool {
+        self.events.is_some()
     }
 
     /// Whether results may be memoised under this snapshot.
     pub fn trustworthy(&self) -> bool {
-        !self.racy
+        self.events.is_some() || !self.racy
     }
+}
+
+/// File change notification with inotify.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+mod events {
+    use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+    use rustix::fs::inotify::{self, CreateFlags, WatchFlags};
+    use std::path::{Path, PathBuf};
+
+    /// `statfs` magic numbers of local filesystems, where every change goes
+    /// through this kernel and raises its event: ext2/3/4, XFS, Btrfs, tmpfs,
+    /// ramfs, overlayfs, F2FS, ZFS, bcachefs.
+    const LOCAL: [u32; 9] = [
+        0xEF53,
+        0x5846_5342,
+        0x9123_683E,
+        0x0102_1994,
+        0x8584_58F6,
+        0x794C_7630,
+        0xF2F5_2010,
+        0x2FC1_2FC1,
+        0xCA45_1A4E,
+    ];
+
+    /// Everything that changes what a build reads: contents, attributes,
+    /// entries created, deleted or renamed, the watched path itself moved or
+    /// deleted. Not opens, reads or closes without writing.
+    fn mask() -> WatchFlags {
+        WatchFlags::MODIFY
+            | WatchFlags::ATTRIB
+            | WatchFlags::CLOSE_WRITE
+            | WatchFlags::CREATE
+            | WatchFlags::DELETE
+            | WatchFlags::DELETE_SELF
+            | WatchFlags::MOVE_SELF
+            | WatchFlags::MOVED_FROM
+            | WatchFlags::MOVED_TO
+    }
+
+    /// An inotify instance watching `paths` (relative to `root`, opened as
+    /// `dir`) and every directory above them up to `root`; `None` when the
+    /// filesystem is not local or the system refuses an instance or a watch.
+    /// Paths that do not exist are skipped: their creation is an event in
+    /// a directory above them.
+    pub fn watch(root: &Path, dir: BorrowedFd<'_>, paths: &[PathBuf]) -> Option<OwnedFd> {
+        if !local(dir) {
+            return None;
+        }
+        let mut all: Vec<PathBuf> = vec![PathBuf::from(".")];
+        for path in paths {
+            all.extend(path.ancestors().filter(|a| !a.as_os_str().is_empty()).map(Path::to_path_buf));
+        }
+        all.sort();
+        all.dedup();
+        let fd = inotify::init(CreateFlags::NONBLOCK | CreateFlags::CLOEXEC).ok()?;
+        for path in &all {
+            match inotify::add_watch(&fd, root.join(path), mask()) {
+                Ok(_) => {}
+                Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR | rustix::io::Errno::LOOP) => {}
+                Err(_) => return None,
+            }
+        }
+        Some(fd)
+    }
+
+    /// Whether `dir` is on a filesystem whose changes all raise events here.
+    pub fn local(dir: BorrowedFd<'_>) -> bool {
+        rustix::fs::fstatfs(dir).is_ok_and(|fs| LOCAL.contains(&(fs.f_type as u32)))
+    }
+
+    /// Whether no event has arrived on `fd` (an error counts as an event).
+    pub fn none_since(fd: BorrowedFd<'_>) -> bool {
+        let mut buf = [0u8; 512];
+        matches!(rustix::io::read(fd.as_fd(), &mut buf), Err(rustix::io::Errno::AGAIN))
+    }
+}
+
+/// No change notification here: every check stats.
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+mod events {
+    use rustix::fd::{BorrowedFd, OwnedFd};
+    use std::path::{Path, PathBuf};
+
+    pub fn watch(_: &Path, _: BorrowedFd<'_>, _: &[PathBuf]) -> Option<OwnedFd> {
+        None
+    }
+
+    pub fn none_since(_: BorrowedFd<'_>) -> bool {
+        false
+    }
+
+    pub fn local(_: BorrowedFd<'_>) -> bool {
+        false
+    }
+}
+
+/// Whether the memos can watch `dir` with change notifications (a local
+/// filesystem on Linux); elsewhere they stat every path.
+pub fn file_events_available(dir: &Path) -> bool {
+    let Ok(fd) = openat(rustix::fs::CWD, dir, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()) else {
+        return false;
+    };
+    events::local(fd.as_fd())
 }
 
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Option<()> {
@@ -236,6 +401,11 @@ impl<T: Clone> BuildMemo<T> {
             self.generation += 1;
         }
         self.generation
+    }
+
+    /// Whether the current snapshot is checked by file events.
+    pub fn watched(&self) -> bool {
+        self.snapshot.as_ref().is_some_and(Snapshot::watched)
     }
 
     /// Whether results can be kept under the current snapshot.

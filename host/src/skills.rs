@@ -37,39 +37,72 @@ pub enum SkillsForm {
 
 /// Loads every skill, sorted by name (case-insensitively) then location.
 pub fn load(ws: &Workspace, diagnostics: &mut Vec<Diagnostic>) -> Vec<Skill> {
-    let mut skills = Vec::new();
-    for dir in ws.subdirs(SKILLS_DIR) {
-        let location = format!("{SKILLS_DIR}/{dir}/SKILL.md");
-        let text = match ws.read_text(&location, MAX_SKILL_BYTES) {
-            Ok(f) => f.text,
-            Err(Unavailable::Missing) => continue,
-            Err(why) => {
-                diagnostics.push(Diagnostic::warn(
-                    "skill_unreadable",
-                    format!("{location}: {}; skill skipped", why.describe()),
-                ));
-                continue;
-            }
-        };
-        let fields = match split_front_matter(&text) {
-            FrontMatter::Found { yaml, .. } => front_matter_fields(yaml),
-            _ => Vec::new(),
-        };
-        let field = |k: &str| fields.iter().find(|(key, _)| key == k).map(|(_, v)| v.as_str());
-        if matches!(field("disable-model-invocation").or(field("disable_model_invocation")), Some("true")) {
-            continue;
+    let read: Vec<Read> = folders(ws).iter().map(|dir| read(ws, dir)).collect();
+    collect(read, diagnostics)
+}
+
+/// The skill folders, sorted by name.
+pub fn folders(ws: &Workspace) -> Vec<String> {
+    ws.subdirs(SKILLS_DIR)
+}
+
+/// What reading one skill folder gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Read {
+    /// A skill.
+    Skill(Skill),
+    /// No SKILL.md, or the skill opts out of model invocation.
+    Nothing,
+    /// The SKILL.md could not be read (the diagnostic says why).
+    Skipped(Diagnostic),
+}
+
+/// Reads `skills/<dir>/SKILL.md`.
+pub fn read(ws: &Workspace, dir: &str) -> Read {
+    let location = format!("{SKILLS_DIR}/{dir}/SKILL.md");
+    let text = match ws.read_text(&location, MAX_SKILL_BYTES) {
+        Ok(f) => f.text,
+        Err(Unavailable::Missing) => return Read::Nothing,
+        Err(why) => {
+            return Read::Skipped(Diagnostic::warn(
+                "skill_unreadable",
+                format!("{location}: {}; skill skipped", why.describe()),
+            ))
         }
-        let name = one_line(field("name").unwrap_or(&dir), 80);
-        let name = if name.is_empty() { one_line(&dir, 80) } else { name };
-        skills.push(Skill {
-            name,
-            description: one_line(field("description").unwrap_or(""), MAX_DESCRIPTION_CHARS),
-            location: one_line(&location, 200),
-        });
+    };
+    let fields = match split_front_matter(&text) {
+        FrontMatter::Found { yaml, .. } => front_matter_fields(yaml),
+        _ => Vec::new(),
+    };
+    let field = |k: &str| fields.iter().find(|(key, _)| key == k).map(|(_, v)| v.as_str());
+    if matches!(field("disable-model-invocation").or(field("disable_model_invocation")), Some("true")) {
+        return Read::Nothing;
     }
-    sort_skills(&mut skills);
-    let before = skills.len();
-    skills.dedup_by(|later, kept| later.name.to_lowercase() == kept.name.to_lowercase());
+    let name = one_line(field("name").unwrap_or(dir), 80);
+    let name = if name.is_empty() { one_line(dir, 80) } else { name };
+    Read::Skill(Skill {
+        name,
+        description: one_line(field("description").unwrap_or(""), MAX_DESCRIPTION_CHARS),
+        location: one_line(&location, 200),
+    })
+}
+
+/// The skills of `read` (in folder order), sorted by name (ignoring case)
+/// then location, names taken twice dropped; diagnostics in folder order.
+pub fn collect(read: Vec<Read>, diagnostics: &mut Vec<Diagnostic>) -> Vec<Skill> {
+    let mut keyed: Vec<(String, Skill)> = Vec::with_capacity(read.len());
+    for r in read {
+        match r {
+            // Each name lowered once, not once per comparison.
+            Read::Skill(s) => keyed.push((s.name.to_lowercase(), s)),
+            Read::Nothing => {}
+            Read::Skipped(d) => diagnostics.push(d),
+        }
+    }
+    keyed.sort_by(|(la, a), (lb, b)| (la, &a.name, &a.location).cmp(&(lb, &b.name, &b.location)));
+    let before = keyed.len();
+    keyed.dedup_by(|(later, _), (kept, _)| later == kept);
+    let skills: Vec<Skill> = keyed.into_iter().map(|(_, s)| s).collect();
     if skills.len() < before {
         diagnostics.push(Diagnostic::warn(
             "skill_duplicate",
@@ -80,13 +113,6 @@ pub fn load(ws: &Workspace, diagnostics: &mut Vec<Diagnostic>) -> Vec<Skill> {
         ));
     }
     skills
-}
-
-/// Sorts skills into their prompt order.
-pub fn sort_skills(skills: &mut [Skill]) {
-    skills.sort_by(|a, b| {
-        (a.name.to_lowercase(), &a.name, &a.location).cmp(&(b.name.to_lowercase(), &b.name, &b.location))
-    });
 }
 
 /// Renders the skills section body: the first `count` skills in `form`.

@@ -97,67 +97,89 @@ fn unquote(v: &str) -> &str {
 /// case) and proem's reserved tags cannot be opened or closed (`<context_file`
 /// → `&lt;context_file`). Everything else is left as written.
 pub fn neutralize(text: &str) -> String {
-    let mut out = defuse_marker(text);
-    if out.contains('<') {
-        out = escape_reserved_tags(&out);
-    }
-    out
+    neutralize_cow(text).into_owned()
 }
 
-fn defuse_marker(text: &str) -> String {
-    const KEY: &str = "proem_cache_boundary";
-    let lower = text.to_ascii_lowercase();
-    if !lower.contains(KEY) {
-        return text.to_string();
-    }
-    let mut out = String::with_capacity(text.len());
-    let mut i = 0;
-    while let Some(found) = lower[i..].find(KEY) {
-        let start = i + found;
-        out.push_str(&text[i..start]);
-        out.push_str(&text[start..start + KEY.len()].replace('_', "-"));
-        i = start + KEY.len();
-    }
-    out.push_str(&text[i..]);
-    out
-}
-
-fn escape_reserved_tags(text: &str) -> String {
-    let lower = text.to_ascii_lowercase();
-    let bytes = lower.as_bytes();
-    let mut out = String::with_capacity(text.len() + 16);
-    let mut last = 0;
-    for (i, _) in lower.match_indices('<') {
-        let mut j = i + 1;
-        // Whitespace and invisible characters between `<`, `/` and the name
-        // would still read as the tag to a model, so they do not hide it.
-        let skip_space = |mut j: usize| {
-            while let Some(c) = lower[j..].chars().next().filter(|c| c.is_ascii_whitespace() || is_invisible_format(*c))
-            {
-                j += c.len_utf8();
+/// [`neutralize`], borrowing `text` when nothing in it needs a change.
+pub fn neutralize_cow(text: &str) -> std::borrow::Cow<'_, str> {
+    use std::borrow::Cow;
+    let out = match defuse_marker(text) {
+        Some(defused) => Cow::Owned(defused),
+        None => Cow::Borrowed(text),
+    };
+    match reserved_tag_starts(&out) {
+        starts if starts.is_empty() => out,
+        starts => {
+            let mut escaped = String::with_capacity(out.len() + 3 * starts.len());
+            let mut last = 0;
+            for i in starts {
+                escaped.push_str(&out[last..i]);
+                escaped.push_str("&lt;");
+                last = i + 1;
             }
-            j
-        };
-        j = skip_space(j);
-        if bytes.get(j) == Some(&b'/') {
+            escaped.push_str(&out[last..]);
+            Cow::Owned(escaped)
+        }
+    }
+}
+
+/// `PROEM_CACHE_BOUNDARY` in any case, with its underscores made hyphens.
+/// Found through the underscores (rare in prose) rather than by lowering a
+/// copy of the whole text. `None` when there is none.
+fn defuse_marker(text: &str) -> Option<String> {
+    const KEY: &[u8] = b"proem_cache_boundary";
+    const FIRST_UNDERSCORE: usize = 5;
+    let bytes = text.as_bytes();
+    let mut out = String::new();
+    let mut copied = 0;
+    let mut from = 0;
+    while let Some(found) = text[from..].find('_') {
+        let underscore = from + found;
+        from = underscore + 1;
+        let Some(start) = underscore.checked_sub(FIRST_UNDERSCORE) else { continue };
+        if start < copied || !bytes.get(start..start + KEY.len()).is_some_and(|w| w.eq_ignore_ascii_case(KEY)) {
+            continue;
+        }
+        // An ASCII match: its ends are character boundaries.
+        out.push_str(&text[copied..start]);
+        out.push_str(&text[start..start + KEY.len()].replace('_', "-"));
+        copied = start + KEY.len();
+        from = copied;
+    }
+    if copied == 0 {
+        return None;
+    }
+    out.push_str(&text[copied..]);
+    Some(out)
+}
+
+/// Byte offsets of every `<` that opens or closes one of proem's reserved
+/// tags, in any case. Whitespace and invisible characters between `<`, `/`
+/// and the name would still read as the tag to a model, so they do not
+/// hide it.
+fn reserved_tag_starts(text: &str) -> Vec<usize> {
+    let skip_space = |mut j: usize| {
+        while let Some(c) = text[j..].chars().next().filter(|c| c.is_ascii_whitespace() || is_invisible_format(*c)) {
+            j += c.len_utf8();
+        }
+        j
+    };
+    let mut starts = Vec::new();
+    for (i, _) in text.match_indices('<') {
+        let mut j = skip_space(i + 1);
+        if text.as_bytes().get(j) == Some(&b'/') {
             j = skip_space(j + 1);
         }
-        let rest = &lower[j..];
+        let rest = &text.as_bytes()[j..];
         let hit = RESERVED_TAGS.iter().any(|tag| {
-            rest.starts_with(tag)
-                && !rest
-                    .as_bytes()
-                    .get(tag.len())
-                    .is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'-')
+            rest.get(..tag.len()).is_some_and(|name| name.eq_ignore_ascii_case(tag.as_bytes()))
+                && !rest.get(tag.len()).is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'-')
         });
         if hit {
-            out.push_str(&text[last..i]);
-            out.push_str("&lt;");
-            last = i + 1;
+            starts.push(i);
         }
     }
-    out.push_str(&text[last..]);
-    out
+    starts
 }
 
 /// Collapses untrusted text onto one line: control characters and newlines
@@ -166,19 +188,43 @@ fn escape_reserved_tags(text: &str) -> String {
 pub fn one_line(text: &str, max_chars: usize) -> String {
     let mut out = String::with_capacity(text.len().min(max_chars * 4));
     let mut pending_space = false;
-    for c in text.chars() {
-        if c.is_whitespace() || c.is_control() || is_invisible_format(c) {
-            pending_space = !out.is_empty();
-            continue;
+    if text.is_ascii() {
+        // The same rule, a byte at a time: ASCII whitespace and control
+        // characters are exactly the bytes up to ' ' and DEL.
+        for &b in text.as_bytes() {
+            if b <= b' ' || b == 0x7f {
+                pending_space = !out.is_empty();
+                continue;
+            }
+            if pending_space {
+                out.push(' ');
+                pending_space = false;
+            }
+            out.push(b as char);
         }
-        if pending_space {
-            out.push(' ');
-            pending_space = false;
+    } else {
+        for c in text.chars() {
+            if c.is_whitespace() || c.is_control() || is_invisible_format(c) {
+                pending_space = !out.is_empty();
+                continue;
+            }
+            if pending_space {
+                out.push(' ');
+                pending_space = false;
+            }
+            out.push(c);
         }
-        out.push(c);
     }
-    let out = neutralize(&out);
-    cap_chars(&out, max_chars)
+    let mut out = neutralize(&out);
+    if let Some((cut, _)) = out.char_indices().nth(max_chars) {
+        // Over the cap: keep max_chars - 1 characters and the ellipsis.
+        let keep = if max_chars == 0 { 0 } else { out[..cut].char_indices().last().map_or(0, |(i, _)| i) };
+        out.truncate(keep);
+        if max_chars > 0 {
+            out.push('…');
+        }
+    }
+    out
 }
 
 /// Zero-width and bidirectional-override characters, which can hide or
@@ -257,12 +303,28 @@ mod tests {
         assert!(!safe.contains("</context_file"));
         assert!(!safe.to_ascii_lowercase().contains("< /internal_config"));
         assert!(safe.contains("<context_filex>"), "non-reserved tags are untouched: {safe}");
+        // Adjacent and overlapping spellings, multi-byte text around them.
+        assert_eq!(
+            neutralize("é_PROEM_CACHE_BOUNDARYproem_Cache_boundary_ proem_proem_cache_boundary"),
+            "é_PROEM-CACHE-BOUNDARYproem-Cache-boundary_ proem_proem-cache-boundary"
+        );
+        assert_eq!(neutralize("proem_cache_boundar"), "proem_cache_boundar");
+        assert_eq!(
+            neutralize("<Context_File><\u{200b}/ CONTEXT_FILE >"),
+            "&lt;Context_File>&lt;\u{200b}/ CONTEXT_FILE >"
+        );
     }
 
     #[test]
     fn one_line_collapses_and_caps() {
         assert_eq!(one_line("  a\n\tb\u{202e}c\r\n ", 100), "a b c");
         assert_eq!(one_line("héllo wörld", 5), "héll…");
+        assert_eq!(one_line("hello world", 5), "hell…");
+        assert_eq!(one_line("hello", 5), "hello");
+        assert_eq!(one_line("hello", 0), "");
+        assert_eq!(one_line("a\x7f\x00b\x1bc", 10), "a b c");
+        // The ASCII and general paths agree.
+        assert_eq!(one_line(" a \u{a0}\u{2028} b", 10), "a b");
         assert_eq!(cap_chars("abc", 3), "abc");
         assert_eq!(cap_chars("abcd", 0), "");
     }

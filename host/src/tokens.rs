@@ -63,12 +63,17 @@ impl Tokenizer {
 /// Most memo entries kept before the memo is cleared (bounds memory in
 /// long-running processes: about 40 bytes each).
 const MEMO_LIMIT: usize = 65_536;
+/// Most whole-text counts kept in memory (never saved: a new date line makes
+/// a new prompt every day, and the paragraph counts already cover it).
+const WHOLE_LIMIT: usize = 1_024;
 
 /// Counts tokens, remembering every paragraph it has counted.
 ///
 /// Texts are counted paragraph by paragraph (see [`chunks`]): the sum is the
 /// exact count of the whole text, and a prompt that differs from the last
-/// one in its date line re-encodes that paragraph alone. Counts can be
+/// one in its date line re-encodes that paragraph alone. A text counted
+/// before as a whole (the same prompt, section or file in the next build)
+/// costs one hash and one lookup. Counts can be
 /// loaded from and saved to a file, so a new process never builds the BPE
 /// tables (~120 ms) for text some earlier process has counted.
 #[derive(Debug)]
@@ -80,6 +85,8 @@ pub struct TokenCounter {
 #[derive(Debug, Default)]
 struct Memo {
     counts: HashMap<u128, u32>,
+    /// Whole texts counted in this process (see [`WHOLE_LIMIT`]).
+    wholes: HashMap<u128, u32>,
     /// Entries added since the last load or save.
     unsaved: usize,
     /// Whether lookups may use the memo (benchmarks turn it off).
@@ -104,9 +111,15 @@ impl TokenCounter {
             return 0;
         }
         let mut memo = self.memo.lock().expect("token memo poisoned");
+        let whole = xxh3_128(text.as_bytes());
+        if memo.enabled {
+            if let Some(n) = memo.wholes.get(&whole) {
+                return *n as usize;
+            }
+        }
         let mut total = 0usize;
         for chunk in chunks(text) {
-            let key = xxh3_128(chunk.as_bytes());
+            let key = if chunk.len() == text.len() { whole } else { xxh3_128(chunk.as_bytes()) };
             if memo.enabled {
                 if let Some(n) = memo.counts.get(&key) {
                     total += *n as usize;
@@ -123,6 +136,12 @@ impl TokenCounter {
                 memo.unsaved += 1;
             }
             total += n;
+        }
+        if let (true, Ok(n)) = (memo.enabled, u32::try_from(total)) {
+            if memo.wholes.len() >= WHOLE_LIMIT {
+                memo.wholes.clear();
+            }
+            memo.wholes.insert(whole, n);
         }
         total
     }

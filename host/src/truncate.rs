@@ -96,21 +96,45 @@ fn assemble(text: &str, raw: usize, h: usize, t: usize, marker: &str) -> Truncat
 
 /// The first `n` characters.
 pub fn take_head(text: &str, n: usize) -> &str {
-    match text.char_indices().nth(n) {
-        Some((i, _)) => &text[..i],
-        None => text,
-    }
+    &text[..char_offset(text, n)]
 }
 
 /// The last `n` characters of a text of `len` characters.
 pub fn take_tail(text: &str, len: usize, n: usize) -> &str {
-    if n == 0 {
-        return "";
+    if n == 0 || n > len {
+        return if n == 0 { "" } else { text };
     }
-    match text.char_indices().nth(len.saturating_sub(n)) {
-        Some((i, _)) => &text[i..],
-        None => "",
+    &text[char_offset(text, len - n)..]
+}
+
+/// The byte offset of character `n` (the text's length when it has fewer).
+/// Counts whole 64-byte blocks at a time (a byte starts a character unless
+/// it is a UTF-8 continuation byte), then finishes one byte at a time.
+fn char_offset(text: &str, n: usize) -> usize {
+    const BLOCK: usize = 64;
+    let bytes = text.as_bytes();
+    let mut offset = 0;
+    let mut seen = 0;
+    for block in bytes.chunks_exact(BLOCK) {
+        let block: &[u8; BLOCK] = block.try_into().expect("chunks_exact gives whole blocks");
+        // A u8 sum over a fixed-size block compiles to vector adds.
+        let in_block = block.iter().fold(0u8, |sum, &b| sum + ((b as i8) >= -0x40) as u8) as usize;
+        // Stop at the block holding the start of character n.
+        if seen + in_block > n {
+            break;
+        }
+        seen += in_block;
+        offset += BLOCK;
     }
+    for (i, &b) in bytes[offset..].iter().enumerate() {
+        if (b as i8) >= -0x40 {
+            if seen == n {
+                return offset + i;
+            }
+            seen += 1;
+        }
+    }
+    bytes.len()
 }
 
 #[cfg(test)]
@@ -125,6 +149,21 @@ mod tests {
             assert!(t.text.ends_with(take_tail(text, char_len(text), t.tail_chars)));
         }
         t
+    }
+
+    #[test]
+    fn char_offsets_match_char_indices() {
+        let texts =
+            ["", "abc", &"é".repeat(100), &"a👩‍👧b".repeat(40), &format!("{}ü{}", "x".repeat(63), "y".repeat(130))];
+        for text in texts {
+            let len = char_len(text);
+            for n in 0..=len + 2 {
+                let naive = text.char_indices().nth(n).map(|(i, _)| i).unwrap_or(text.len());
+                assert_eq!(char_offset(text, n), naive, "{n} of {text:?}");
+                let tail: String = text.chars().skip(len.saturating_sub(n)).collect();
+                assert_eq!(take_tail(text, len, n), if n == 0 { "" } else { tail.as_str() });
+            }
+        }
     }
 
     #[test]

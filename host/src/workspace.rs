@@ -85,6 +85,11 @@ impl Workspace {
         &self.root
     }
 
+    /// The opened directory every read goes through.
+    pub fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        std::os::fd::AsFd::as_fd(&self.dir)
+    }
+
     /// Reads a workspace-relative text file, at most `max_bytes` of it.
     pub fn read_text(&self, rel: &str, max_bytes: usize) -> Result<TextFile, Unavailable> {
         if let Err(why) = crate::config::check_relative_path(rel) {
@@ -113,9 +118,7 @@ impl Workspace {
         if !meta.is_file() {
             return Err(Unavailable::Unreadable("is not a regular file".into()));
         }
-        let mut bytes = Vec::with_capacity((meta.len() as usize).min(max_bytes) + 1);
-        file.take(max_bytes as u64 + 1)
-            .read_to_end(&mut bytes)
+        let mut bytes = read_up_to(file, meta.len(), max_bytes + 1)
             .map_err(|e| Unavailable::Unreadable(format!("read failed: {e}")))?;
         let cut_at_limit = bytes.len() > max_bytes;
         bytes.truncate(max_bytes);
@@ -133,6 +136,31 @@ impl Workspace {
         names.sort();
         names
     }
+}
+
+/// At most `limit` bytes of `file`, whose size `fstat` gave as `size`. A
+/// file of known size is read to that size without the extra read that
+/// would confirm its end (a file growing meanwhile is read as it was at the
+/// `fstat`); a size of 0 (some special files report that) reads to the end.
+fn read_up_to(mut file: cap_std::fs::File, size: u64, limit: usize) -> std::io::Result<Vec<u8>> {
+    if size == 0 {
+        let mut bytes = Vec::new();
+        file.take(limit as u64).read_to_end(&mut bytes)?;
+        return Ok(bytes);
+    }
+    let want = usize::try_from(size).unwrap_or(usize::MAX).min(limit);
+    let mut bytes = vec![0; want];
+    let mut filled = 0;
+    while filled < want {
+        match file.read(&mut bytes[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    bytes.truncate(filled);
+    Ok(bytes)
 }
 
 fn classify_open_error(e: &std::io::Error, is_link: bool) -> Unavailable {
@@ -167,7 +195,12 @@ fn decode(bytes: Vec<u8>, cut_at_limit: bool) -> Result<String, Unavailable> {
             }
         }
     };
-    Ok(normalize_newlines(&text))
+    // Most files need no change: keep their buffer instead of copying it.
+    if text.starts_with('\u{feff}') || text.contains('\r') {
+        Ok(normalize_newlines(&text))
+    } else {
+        Ok(text)
+    }
 }
 
 /// Strips front matter from a bootstrap file, recording a warning when the

@@ -263,18 +263,20 @@ impl PluginSet {
         memo: Option<u64>,
     ) -> Result<Vec<BootstrapFile>, ProemError> {
         let Ok(engine) = engine::get() else { return Ok(files) };
+        let context = memo.map(|_| context_hash(ctx));
         for plugin in &self.plugins {
             let Ok(ready) = &plugin.state else { continue };
             if !ready.info.bootstrap {
                 continue;
             }
-            let raw: Vec<RawFile> =
-                files.iter().map(|f| RawFile { name: f.name.clone(), content: f.text.clone() }).collect();
-            let request = Request::Bootstrap(with_config(ctx, plugin), raw);
-            let key = memo.map(|generation| call_key(plugin, &request, tokenizer, generation));
+            let key = memo.zip(context).map(|(generation, context)| {
+                call_key(plugin, "agent:bootstrap", context, Some(&files), tokenizer, generation)
+            });
             let Outcome { result, logs, elapsed } = match key.and_then(|k| self.remembered(k)) {
                 Some(hit) => hit,
                 None => {
+                    let raw = files.iter().map(|f| RawFile { name: f.name.clone(), content: f.text.clone() }).collect();
+                    let request = Request::Bootstrap(with_config(ctx, plugin), raw);
                     let call =
                         plugin.call(engine, &ready.bindings, &self.agent_dir, now, tokenizer, plugin.deadline, request);
                     self.remember(key, run_calls(engine, vec![call]).remove(0))
@@ -311,15 +313,18 @@ impl PluginSet {
         let mut calls = Vec::new();
         let mut outcomes: Vec<Option<Outcome>> = Vec::new();
         let mut pending: Vec<(usize, Option<u128>)> = Vec::new();
+        let context = memo.map(|_| context_hash(ctx));
         for plugin in &self.plugins {
             let Ok(ready) = &plugin.state else { continue };
-            let requests = [
-                ready.info.sections.then(|| Request::Sections(with_config(ctx, plugin))),
-                ready.info.overlay.then(|| Request::Overlay(with_config(ctx, plugin))),
+            let hooks: [(bool, &'static str, MakeRequest); 2] = [
+                (ready.info.sections, "sections", Request::Sections),
+                (ready.info.overlay, "overlay", Request::Overlay),
             ];
-            for request in requests.into_iter().flatten() {
-                jobs.push((plugin, request.hook()));
-                let key = memo.map(|generation| call_key(plugin, &request, tokenizer, generation));
+            for (_, hook, request) in hooks.into_iter().filter(|(offered, ..)| *offered) {
+                jobs.push((plugin, hook));
+                let key = memo
+                    .zip(context)
+                    .map(|(generation, context)| call_key(plugin, hook, context, None, tokenizer, generation));
                 if let Some(hit) = key.and_then(|k| self.remembered(k)) {
                     outcomes.push(Some(hit));
                     continue;
@@ -333,7 +338,7 @@ impl PluginSet {
                     now,
                     tokenizer,
                     plugin.deadline,
-                    request,
+                    request(with_config(ctx, plugin)),
                 ));
             }
         }
@@ -389,33 +394,51 @@ impl PluginSet {
     }
 }
 
+/// Makes a hook's request from its plugin's build context.
+type MakeRequest = fn(BuildContext) -> Request;
+
 /// The memo key of a call: everything the plugin can observe. The plugin's
-/// code and limits are fixed for the set's life; `generation` stands for the
-/// workspace files and is part of the key only when the plugin may read
-/// them; the tokenizer answers its `count-tokens` calls.
-fn call_key(plugin: &LoadedPlugin, request: &Request, tokenizer: Tokenizer, generation: u64) -> u128 {
+/// code and limits are fixed for the set's life; `context` is
+/// [`context_hash`] of the build context (the plugin's own config is added
+/// here); `generation` stands for the workspace files and is part of the key
+/// only when the plugin may read them; the tokenizer answers its
+/// `count-tokens` calls; `files` are a bootstrap hook's input.
+fn call_key(
+    plugin: &LoadedPlugin,
+    hook: &str,
+    context: u128,
+    files: Option<&[BootstrapFile]>,
+    tokenizer: Tokenizer,
+    generation: u64,
+) -> u128 {
     let mut h = KeyHasher::default();
-    h.str(&plugin.id).str(request.hook()).str(tokenizer.name());
+    h.str(&plugin.id).str(hook).str(tokenizer.name()).str(&plugin.config_json);
+    h.num(context as u64).num((context >> 64) as u64);
     if plugin.grants.workspace_read {
         h.num(generation);
     }
-    if let Request::Sections(c) | Request::Overlay(c) | Request::Bootstrap(c, _) = request {
-        h.str(&c.agent_id).str(c.mode.as_str()).opt(c.provider.as_deref()).opt(c.model.as_deref());
-        h.opt(c.channel.as_deref()).opt(c.chat_kind.as_deref()).str(&c.config_json).str(&c.now).str(&c.timezone);
-        h.num(c.tools.len() as u64);
-        for t in &c.tools {
-            h.str(&t.name).str(&t.description).opt(t.parameters_json.as_deref());
-        }
-        h.num(c.skills.len() as u64);
-        for s in &c.skills {
-            h.str(&s.name).str(&s.description).str(&s.location);
-        }
-    }
-    if let Request::Bootstrap(_, files) = request {
+    if let Some(files) = files {
         h.num(files.len() as u64);
         for f in files {
-            h.str(&f.name).opt(f.content.as_deref());
+            h.str(&f.name).opt(f.text.as_deref());
         }
+    }
+    h.finish()
+}
+
+/// A hash of a build context but for its `config_json` (which differs per
+/// plugin): hashed once per build, not once per call.
+fn context_hash(c: &BuildContext) -> u128 {
+    let mut h = KeyHasher::default();
+    h.str(&c.agent_id).str(c.mode.as_str()).opt(c.provider.as_deref()).opt(c.model.as_deref());
+    h.opt(c.channel.as_deref()).opt(c.chat_kind.as_deref()).str(&c.now).str(&c.timezone);
+    h.num(c.tools.len() as u64);
+    for t in &c.tools {
+        h.str(&t.name).str(&t.description).opt(t.parameters_json.as_deref());
+    }
+    h.num(c.skills.len() as u64);
+    for s in &c.skills {
+        h.str(&s.name).str(&s.description).str(&s.location);
     }
     h.finish()
 }
