@@ -141,7 +141,7 @@ impl Assembler {
         if !memoised {
             return self.build_fresh(turn, contributed, now, &|| None);
         }
-        let refresh = || self.memo.lock().expect("build memo poisoned").refresh(|| self.snapshot());
+        let refresh = || self.memo.lock().expect("build memo poisoned").refresh(|events| self.snapshot(events));
         if !self.caching.builds {
             // Only plugin outputs are memoised: their check need only come
             // before the plugins run, so it overlaps the file reads.
@@ -160,8 +160,9 @@ impl Assembler {
         Ok(built)
     }
 
-    /// The stats of every file a build may read (see [`crate::memo`]).
-    fn snapshot(&self) -> Option<Snapshot> {
+    /// The stats of every file a build may read, watched for changes when
+    /// `file_events` and the caching allow it (see [`crate::memo`]).
+    fn snapshot(&self, file_events: bool) -> Option<Snapshot> {
         let root = self.workspace.root();
         let mut paths: Vec<String> = STANDARD_FILES.iter().map(|s| s.to_string()).collect();
         paths.push("memory.md".into());
@@ -172,7 +173,8 @@ impl Assembler {
             paths.push(format!("skills/{name}/SKILL.md"));
             paths.push(format!("skills/{name}"));
         }
-        Snapshot::take(root, self.workspace.as_fd(), &paths, self.plugins.reads_workspace(), self.caching.file_events)
+        let file_events = file_events && self.caching.file_events;
+        Snapshot::take(root, self.workspace.as_fd(), &paths, self.plugins.reads_workspace(), file_events)
     }
 
     /// Everything a build's output depends on besides the files, the config

@@ -381,24 +381,44 @@ pub struct BuildMemo<T> {
     generation: u64,
     entries: Vec<(u128, T)>,
     hits: u64,
+    /// Whether the current snapshot already tried to become a watched one.
+    upgrade_tried: bool,
 }
 
 impl<T> Default for BuildMemo<T> {
     fn default() -> Self {
-        BuildMemo { snapshot: None, generation: 0, entries: Vec::new(), hits: 0 }
+        BuildMemo { snapshot: None, generation: 0, entries: Vec::new(), hits: 0, upgrade_tried: false }
     }
 }
 
 impl<T: Clone> BuildMemo<T> {
     /// Checks the files and returns the current generation, retaking the
     /// snapshot (and forgetting every result) when anything changed.
-    /// `take` builds a new snapshot.
-    pub fn refresh(&mut self, take: impl FnOnce() -> Option<Snapshot>) -> u64 {
+    ///
+    /// `take(events)` builds a snapshot, watched when `events`. The first
+    /// snapshot is stats only: a process that builds once (the CLI) never
+    /// pays for setting up and tearing down watches. The first reuse
+    /// upgrades it to a watched one, kept only if its stats match (else the
+    /// results go, as after any change); every later snapshot is watched.
+    pub fn refresh(&mut self, take: impl Fn(bool) -> Option<Snapshot>) -> u64 {
         let valid = self.snapshot.as_ref().is_some_and(|s| s.trustworthy() && s.unchanged());
         if !valid {
+            let first = self.snapshot.is_none() && self.generation == 0;
             self.entries.clear();
-            self.snapshot = take();
+            self.snapshot = take(!first);
+            self.upgrade_tried = !first;
             self.generation += 1;
+        } else if !self.upgrade_tried {
+            self.upgrade_tried = true;
+            let watched = take(true).filter(Snapshot::watched);
+            if let Some(watched) = watched {
+                if self.snapshot.as_ref().is_some_and(|old| old.seen != watched.seen) {
+                    // Something changed between the check and the watches.
+                    self.entries.clear();
+                    self.generation += 1;
+                }
+                self.snapshot = Some(watched);
+            }
         }
         self.generation
     }
