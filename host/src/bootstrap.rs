@@ -76,81 +76,63 @@ pub fn load(
     session: SessionKind,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Vec<BootstrapFile> {
-    names(config, session)
-        .iter()
-        .map(|name| {
-            let (file, notes) = read(ws, config, name);
-            diagnostics.extend(notes);
-            file
-        })
-        .collect()
-}
-
-/// The files a session loads, in load order: the standard list, then the
-/// configured extra files (sorted), filtered by the sub-agent allowlist.
-pub fn names(config: &Config, session: SessionKind) -> Vec<String> {
     let mut extras: Vec<&String> =
         config.bootstrap.extra_files.iter().filter(|n| !STANDARD_FILES.contains(&n.as_str())).collect();
     extras.sort();
     extras.dedup();
+    let names = STANDARD_FILES.iter().copied().chain(extras.iter().map(|s| s.as_str()));
     let allow = &config.bootstrap.subagent_allowlist;
-    STANDARD_FILES
-        .iter()
-        .copied()
-        .chain(extras.iter().map(|s| s.as_str()))
-        .filter(|name| !session.uses_file_allowlist() || allow.iter().any(|a| a == name))
-        .map(str::to_string)
-        .collect()
-}
-
-/// Reads one bootstrap file (`memory.md` stands in for a missing
-/// `MEMORY.md`), with what its reader should know.
-pub fn read(ws: &Workspace, config: &Config, name: &str) -> (BootstrapFile, Vec<Diagnostic>) {
-    let mut diagnostics = Vec::new();
-    let is_extra = !STANDARD_FILES.contains(&name);
-    let mut read = ws.read_text(name, config.bootstrap.max_file_bytes);
-    let mut shown_name = name.to_string();
-    if name == "MEMORY.md" && read == Err(Unavailable::Missing) {
-        let lower = ws.read_text("memory.md", config.bootstrap.max_file_bytes);
-        if lower.is_ok() {
-            read = lower;
-            shown_name = "memory.md".into();
+    let mut files = Vec::new();
+    for name in names {
+        if session.uses_file_allowlist() && !allow.iter().any(|a| a == name) {
+            continue;
         }
+        let is_extra = !STANDARD_FILES.contains(&name);
+        let mut read = ws.read_text(name, config.bootstrap.max_file_bytes);
+        let mut shown_name = name.to_string();
+        if name == "MEMORY.md" && read == Err(Unavailable::Missing) {
+            let lower = ws.read_text("memory.md", config.bootstrap.max_file_bytes);
+            if lower.is_ok() {
+                read = lower;
+                shown_name = "memory.md".into();
+            }
+        }
+        let text = match read {
+            Ok(file) => {
+                if file.cut_at_limit {
+                    diagnostics.push(Diagnostic::warn(
+                        "file_too_large",
+                        format!(
+                            "{shown_name}: larger than {} bytes; only the first {} bytes were read",
+                            config.bootstrap.max_file_bytes, config.bootstrap.max_file_bytes
+                        ),
+                    ));
+                }
+                let mut text = if config.bootstrap.strip_front_matter {
+                    strip_front_matter(&shown_name, file.text, diagnostics)
+                } else {
+                    file.text
+                };
+                text.truncate(text.trim_end().len());
+                Some(text)
+            }
+            Err(Unavailable::Missing) => {
+                if is_extra {
+                    diagnostics.push(Diagnostic::warn(
+                        "file_missing",
+                        format!("{name}: listed in [bootstrap] extra_files but not found"),
+                    ));
+                }
+                None
+            }
+            Err(why) => {
+                diagnostics.push(Diagnostic::warn(why.code(), format!("{name}: {}", why.describe())));
+                None
+            }
+        };
+        files.push(BootstrapFile { name: shown_name, text });
     }
-    let text = match read {
-        Ok(file) => {
-            if file.cut_at_limit {
-                diagnostics.push(Diagnostic::warn(
-                    "file_too_large",
-                    format!(
-                        "{shown_name}: larger than {} bytes; only the first {} bytes were read",
-                        config.bootstrap.max_file_bytes, config.bootstrap.max_file_bytes
-                    ),
-                ));
-            }
-            let mut text = if config.bootstrap.strip_front_matter {
-                strip_front_matter(&shown_name, file.text, &mut diagnostics)
-            } else {
-                file.text
-            };
-            text.truncate(text.trim_end().len());
-            Some(text)
-        }
-        Err(Unavailable::Missing) => {
-            if is_extra {
-                diagnostics.push(Diagnostic::warn(
-                    "file_missing",
-                    format!("{name}: listed in [bootstrap] extra_files but not found"),
-                ));
-            }
-            None
-        }
-        Err(why) => {
-            diagnostics.push(Diagnostic::warn(why.code(), format!("{name}: {}", why.describe())));
-            None
-        }
-    };
-    (BootstrapFile { name: shown_name, text }, diagnostics)
+    files
 }
 
 /// A file as it is injected this render.

@@ -3,6 +3,9 @@
 //! Three forms, chosen by the budget stage: full (name, description,
 //! location), compact (name and location), and a count-limited list; with no
 //! room for any skill, a one-paragraph hint says where to find them.
+//!
+//! Loading is three steps so two threads can share the middle one: list the
+//! [`folders`], [`read`] each, [`collect`] the results (sorted, deduplicated).
 
 use crate::report::Diagnostic;
 use crate::text::{front_matter_fields, one_line, split_front_matter, xml_escape, FrontMatter};
@@ -33,12 +36,6 @@ pub enum SkillsForm {
     Full,
     /// Name and location only.
     Compact,
-}
-
-/// Loads every skill, sorted by name (case-insensitively) then location.
-pub fn load(ws: &Workspace, diagnostics: &mut Vec<Diagnostic>) -> Vec<Skill> {
-    let read: Vec<Read> = folders(ws).iter().map(|dir| read(ws, dir)).collect();
-    collect(read, diagnostics)
 }
 
 /// The skill folders, sorted by name.
