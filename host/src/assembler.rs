@@ -10,7 +10,7 @@ use crate::budget;
 use crate::config::{config_path, Config};
 use crate::core_sections::CoreInputs;
 use crate::error::ProemError;
-use crate::memo::{BuildMemo, Caching, KeyHasher, Snapshot};
+use crate::memo::{BuildMemo, Caching, KeyHasher, LastValue, Snapshot};
 use crate::mode::{resolve_mode, Mode, SessionKind};
 use crate::plugin::{BuildContext, BuildRun, ContextTool, PluginSet};
 use crate::report::{Built, Diagnostic, FileDetail, PluginReport, SectionReport, TokenReport};
@@ -37,13 +37,11 @@ pub struct Assembler {
     /// The last stable part's SHA-256, by its xxh3 (the stable part rarely
     /// changes, and SHA-256 of ~90 KB is the dearest step of a warm build).
     /// Kept unless every cache is off.
-    stable_hash: Mutex<Option<(u128, String)>>,
-    /// The last turn's tools, prepared, by a hash of the turn's tools.
-    prepared_tools: Mutex<Option<PreparedTools>>,
+    stable_hash: LastValue<String>,
+    /// The last turn's tools, prepared (with what preparing them reported),
+    /// by a hash of the turn's tools.
+    prepared_tools: LastValue<(Vec<crate::tools::PromptTool>, Vec<Diagnostic>)>,
 }
-
-/// A prepared tool list and what preparing it reported.
-type PreparedTools = (u128, Vec<crate::tools::PromptTool>, Vec<Diagnostic>);
 
 impl Assembler {
     /// Opens an agent directory and loads its config: `config` when given
@@ -83,8 +81,8 @@ impl Assembler {
             plugins,
             caching: Caching::default(),
             memo: Mutex::default(),
-            stable_hash: Mutex::default(),
-            prepared_tools: Mutex::default(),
+            stable_hash: LastValue::default(),
+            prepared_tools: LastValue::default(),
         }
     }
 
@@ -474,15 +472,7 @@ impl Assembler {
             return sha256_hex(stable);
         }
         let key = xxhash_rust::xxh3::xxh3_128(stable.as_bytes());
-        let mut last = self.stable_hash.lock().expect("hash memo poisoned");
-        match &*last {
-            Some((k, hex)) if *k == key => hex.clone(),
-            _ => {
-                let hex = sha256_hex(stable);
-                *last = Some((key, hex.clone()));
-                hex
-            }
-        }
+        self.stable_hash.get_or_compute(key, || sha256_hex(stable))
     }
 
     /// [`tools::prepare`], reusing the last result for the same tools.
@@ -491,17 +481,11 @@ impl Assembler {
             return tools::prepare(raw, notes);
         }
         let key = hash_tools(&mut KeyHasher::default(), raw).finish();
-        let mut last = self.prepared_tools.lock().expect("tools memo poisoned");
-        if let Some((k, tools, diagnostics)) = &*last {
-            if *k == key {
-                notes.extend(diagnostics.iter().cloned());
-                return tools.clone();
-            }
-        }
-        let mut diagnostics = Vec::new();
-        let tools = tools::prepare(raw, &mut diagnostics);
-        notes.extend(diagnostics.iter().cloned());
-        *last = Some((key, tools.clone(), diagnostics));
+        let (tools, diagnostics) = self.prepared_tools.get_or_compute(key, || {
+            let mut diagnostics = Vec::new();
+            (tools::prepare(raw, &mut diagnostics), diagnostics)
+        });
+        notes.extend(diagnostics);
         tools
     }
 

@@ -373,6 +373,33 @@ impl KeyHasher {
     }
 }
 
+/// A one-entry memo: the last value computed, by the key of its input, for
+/// inputs that rarely change from one build to the next.
+#[derive(Debug)]
+pub struct LastValue<T>(std::sync::Mutex<Option<(u128, T)>>);
+
+impl<T> Default for LastValue<T> {
+    fn default() -> Self {
+        LastValue(std::sync::Mutex::new(None))
+    }
+}
+
+impl<T: Clone> LastValue<T> {
+    /// The value for `key`: the kept one when the key matches, else
+    /// `compute`'s, which is kept instead.
+    pub fn get_or_compute(&self, key: u128, compute: impl FnOnce() -> T) -> T {
+        let mut last = self.0.lock().expect("memo poisoned");
+        match &*last {
+            Some((k, value)) if *k == key => value.clone(),
+            _ => {
+                let value = compute();
+                *last = Some((key, value.clone()));
+                value
+            }
+        }
+    }
+}
+
 /// Results of recent builds, valid while `snapshot` is.
 #[derive(Debug)]
 pub struct BuildMemo<T> {
@@ -454,5 +481,25 @@ impl<T: Clone> BuildMemo<T> {
             self.entries.remove(0);
         }
         self.entries.push((key, value));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn last_value_computes_once_per_key_run() {
+        let last = LastValue::default();
+        let calls = std::cell::Cell::new(0);
+        let value = |n: u32| {
+            calls.set(calls.get() + 1);
+            n * 10
+        };
+        assert_eq!(last.get_or_compute(1, || value(1)), 10);
+        assert_eq!(last.get_or_compute(1, || value(99)), 10, "kept for the same key");
+        assert_eq!(last.get_or_compute(2, || value(2)), 20);
+        assert_eq!(last.get_or_compute(1, || value(3)), 30, "only the last key is kept");
+        assert_eq!(calls.get(), 3);
     }
 }
