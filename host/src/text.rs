@@ -215,16 +215,7 @@ pub fn one_line(text: &str, max_chars: usize) -> String {
             out.push(c);
         }
     }
-    let mut out = neutralize(&out);
-    if let Some((cut, _)) = out.char_indices().nth(max_chars) {
-        // Over the cap: keep max_chars - 1 characters and the ellipsis.
-        let keep = if max_chars == 0 { 0 } else { out[..cut].char_indices().last().map_or(0, |(i, _)| i) };
-        out.truncate(keep);
-        if max_chars > 0 {
-            out.push('…');
-        }
-    }
-    out
+    cap_owned(neutralize(&out), max_chars)
 }
 
 /// Zero-width and bidirectional-override characters, which can hide or
@@ -235,14 +226,20 @@ pub fn is_invisible_format(c: char) -> bool {
 
 /// At most `max_chars` characters; a cut string ends with `…`.
 pub fn cap_chars(text: &str, max_chars: usize) -> String {
-    match text.char_indices().nth(max_chars) {
-        None => text.to_string(),
-        Some(_) if max_chars == 0 => String::new(),
-        Some(_) => {
-            let keep = text.char_indices().nth(max_chars - 1).map(|(i, _)| i).unwrap_or(text.len());
-            format!("{}…", &text[..keep])
+    cap_owned(text.to_string(), max_chars)
+}
+
+/// [`cap_chars`], cutting `text` in place.
+pub fn cap_owned(mut text: String, max_chars: usize) -> String {
+    if let Some((cut, _)) = text.char_indices().nth(max_chars) {
+        // Over the cap: keep max_chars - 1 characters and the ellipsis.
+        let keep = text[..cut].char_indices().last().map_or(0, |(i, _)| i);
+        text.truncate(keep);
+        if max_chars > 0 {
+            text.push('…');
         }
     }
+    text
 }
 
 /// Escapes text for an XML element or attribute.

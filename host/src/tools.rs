@@ -3,7 +3,7 @@
 //! the caller's list never changes a byte of the prompt.
 
 use crate::report::Diagnostic;
-use crate::text::{cap_chars, char_len, neutralize, one_line};
+use crate::text::{cap_owned, char_len, neutralize, one_line};
 use crate::turn::Tool;
 
 /// Longest tool name kept (longer names are cut with `…`).
@@ -44,7 +44,7 @@ pub fn prepare(tools: &[Tool], diagnostics: &mut Vec<Diagnostic>) -> Vec<PromptT
                     let whole = neutralize(&p.to_string());
                     match char_len(&whole) <= MAX_SCHEMA_CHARS {
                         true => (whole, true),
-                        false => (cap_chars(&whole, MAX_SCHEMA_CHARS), false),
+                        false => (cap_owned(whole, MAX_SCHEMA_CHARS), false),
                     }
                 }
                 None => (String::new(), false),
