@@ -8,7 +8,9 @@
 //! [`folders`], [`read`] each, [`collect`] the results (sorted, deduplicated).
 
 use crate::report::Diagnostic;
-use crate::text::{front_matter_fields, one_line, split_front_matter, xml_escape, FrontMatter};
+use crate::text::{
+    front_matter_fields, one_line, sort_dedup_ignoring_case, split_front_matter, xml_escape, FrontMatter,
+};
 use crate::workspace::{Unavailable, Workspace};
 
 /// The folder skills are read from.
@@ -87,26 +89,19 @@ pub fn read(ws: &Workspace, dir: &str) -> Read {
 /// The skills of `read` (in folder order), sorted by name (ignoring case)
 /// then location, names taken twice dropped; diagnostics in folder order.
 pub fn collect(read: Vec<Read>, diagnostics: &mut Vec<Diagnostic>) -> Vec<Skill> {
-    let mut keyed: Vec<(String, Skill)> = Vec::with_capacity(read.len());
+    let mut skills = Vec::with_capacity(read.len());
     for r in read {
         match r {
-            // Each name lowered once, not once per comparison.
-            Read::Skill(s) => keyed.push((s.name.to_lowercase(), s)),
+            Read::Skill(s) => skills.push(s),
             Read::Nothing => {}
             Read::Skipped(d) => diagnostics.push(d),
         }
     }
-    keyed.sort_by(|(la, a), (lb, b)| (la, &a.name, &a.location).cmp(&(lb, &b.name, &b.location)));
-    let before = keyed.len();
-    keyed.dedup_by(|(later, _), (kept, _)| later == kept);
-    let skills: Vec<Skill> = keyed.into_iter().map(|(_, s)| s).collect();
-    if skills.len() < before {
+    let (skills, dropped) = sort_dedup_ignoring_case(skills, |s| &s.name, |a, b| a.location.cmp(&b.location));
+    if dropped > 0 {
         diagnostics.push(Diagnostic::warn(
             "skill_duplicate",
-            format!(
-                "{} skill(s) reuse a name already taken (ignoring case); the first by location is kept",
-                before - skills.len()
-            ),
+            format!("{dropped} skill(s) reuse a name already taken (ignoring case); the first by location is kept"),
         ));
     }
     skills

@@ -242,6 +242,23 @@ pub fn cap_owned(mut text: String, max_chars: usize) -> String {
     text
 }
 
+/// Sorts `items` by name ignoring case, then by exact name, then by `then`,
+/// and drops every item whose name equals an earlier one ignoring case.
+/// Returns the kept items and how many were dropped. Each name is lowered
+/// once, not once per comparison.
+pub fn sort_dedup_ignoring_case<T>(
+    items: Vec<T>,
+    name: impl Fn(&T) -> &str,
+    then: impl Fn(&T, &T) -> std::cmp::Ordering,
+) -> (Vec<T>, usize) {
+    let mut keyed: Vec<(String, T)> = items.into_iter().map(|t| (name(&t).to_lowercase(), t)).collect();
+    keyed.sort_by(|(la, a), (lb, b)| la.cmp(lb).then_with(|| name(a).cmp(name(b))).then_with(|| then(a, b)));
+    let before = keyed.len();
+    keyed.dedup_by(|(later, _), (kept, _)| later == kept);
+    let dropped = before - keyed.len();
+    (keyed.into_iter().map(|(_, t)| t).collect(), dropped)
+}
+
 /// Escapes text for an XML element or attribute.
 pub fn xml_escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());

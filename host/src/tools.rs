@@ -3,7 +3,7 @@
 //! the caller's list never changes a byte of the prompt.
 
 use crate::report::Diagnostic;
-use crate::text::{cap_owned, char_len, neutralize, one_line};
+use crate::text::{cap_owned, char_len, neutralize, one_line, sort_dedup_ignoring_case};
 use crate::turn::Tool;
 
 /// Longest tool name kept (longer names are cut with `…`).
@@ -57,13 +57,8 @@ pub fn prepare(tools: &[Tool], diagnostics: &mut Vec<Diagnostic>) -> Vec<PromptT
         diagnostics
             .push(Diagnostic::warn("tool_invalid_name", format!("{blank} tool(s) with an empty name were ignored")));
     }
-    // Each name lowered once, not once per comparison.
-    let mut keyed: Vec<(String, PromptTool)> = prepared.into_iter().map(|t| (t.name.to_lowercase(), t)).collect();
-    keyed.sort_by(|(la, a), (lb, b)| (la, &a.name, &a.summary, &a.schema).cmp(&(lb, &b.name, &b.summary, &b.schema)));
-    let before = keyed.len();
-    keyed.dedup_by(|(later, _), (kept, _)| later == kept);
-    let merged = before - keyed.len();
-    let prepared: Vec<PromptTool> = keyed.into_iter().map(|(_, t)| t).collect();
+    let (prepared, merged) =
+        sort_dedup_ignoring_case(prepared, |t| &t.name, |a, b| (&a.summary, &a.schema).cmp(&(&b.summary, &b.schema)));
     if merged > 0 {
         diagnostics.push(Diagnostic::info(
             "tool_duplicate",
