@@ -70,10 +70,12 @@ fn the_total_file_cap_bounds_all_files_together() {
     assert!(injected(&built, "MEMORY.md").truncated, "later stable files absorb the total cap");
 }
 
+const HEAVY_CONFIG: &str = "[agent]\nid = \"heavy\"\n[sandbox]\nenabled = true\n[provider]\nmodel = \"gpt-4o\"\n";
+
 /// An agent much larger than a small budget: big files, many skills, a long extra prompt.
 fn heavy() -> (Agent, Turn) {
     let agent = Agent::new();
-    agent.config("[agent]\nid = \"heavy\"\n[sandbox]\nenabled = true\n[provider]\nmodel = \"gpt-4o\"\n");
+    agent.config(HEAVY_CONFIG);
     agent.file("AGENTS.md", &"Rule: always double-check the relay state before flashing. ".repeat(300));
     agent.file("MEMORY.md", &"2026-01-01: the supplier in Osaka prefers email. ".repeat(200));
     agent.file("SOUL.md", &"Calm and precise. ".repeat(100));
@@ -132,32 +134,33 @@ fn the_budget_is_never_exceeded_and_protected_sections_stay_whole() {
     assert!(fitted > 50 && refused >= 1, "fitted {fitted}, refused {refused}");
 }
 
+/// Within each part the cuts go extra prompt → skills → files → other
+/// optional sections; the stable part is fitted on its own first, so a
+/// stable cut never waits for dynamic content to be gone (and the reverse).
 #[test]
-fn cuts_follow_the_design_order() {
+fn cuts_follow_the_design_order_within_each_part() {
     let (agent, base) = heavy();
     let assembler = agent.assembler();
     let full = assembler.build(&Turn { budget: Some(1_000_000), ..base.clone() }).unwrap();
+    let stable_files = ["AGENTS.md", "MEMORY.md", "SOUL.md"];
     let mut seen_stages = std::collections::BTreeSet::new();
     for budget in (800..full.tokens.total).rev().step_by(151) {
         let Ok(b) = assembler.build(&Turn { budget: Some(budget), ..base.clone() }) else { continue };
         let has = |code: &str| b.diagnostics.iter().any(|d| d.code == code);
+        let file_cut = |names: &[&str]| {
+            b.diagnostics
+                .iter()
+                .any(|d| d.code == "budget_file_shrunk" && names.iter().any(|n| d.message.starts_with(n)))
+        };
         let extra_cut = has("budget_extra_shortened") || has("budget_extra_dropped");
         let skills_cut = has("budget_skills_compact") || has("budget_skills_limited") || has("budget_skills_dropped");
-        let files_cut = has("budget_file_shrunk");
-        let optional_cut = has("budget_section_dropped");
-        if skills_cut {
-            assert!(has("budget_extra_dropped"), "skills cut before the extra prompt was gone (budget {budget})");
+        if file_cut(&stable_files) {
+            assert!(has("budget_skills_dropped"), "stable files cut before skills were gone (budget {budget})");
         }
-        if files_cut {
-            assert!(has("budget_skills_dropped"), "files cut before skills were gone (budget {budget})");
+        if file_cut(&["USER.md"]) {
+            assert!(has("budget_extra_dropped"), "USER.md cut before the extra prompt was gone (budget {budget})");
         }
-        if optional_cut {
-            assert!(
-                b.files.iter().all(|f| f.injected_chars == 0 || f.missing),
-                "optional sections dropped before files (budget {budget})"
-            );
-        }
-        for (stage, on) in [("extra", extra_cut), ("skills", skills_cut), ("files", files_cut)] {
+        for (stage, on) in [("extra", extra_cut), ("skills", skills_cut), ("files", file_cut(&stable_files))] {
             if on {
                 seen_stages.insert(stage);
             }
@@ -173,7 +176,11 @@ fn skills_go_compact_before_they_go_missing() {
     let no_extra = Turn { extra: None, ..base };
     let full = a.build(&Turn { budget: Some(1_000_000), ..no_extra.clone() }).unwrap();
     let skills_tokens = full.sections.iter().find(|s| s.id == "skills").unwrap().tokens;
-    let b = a.build(&Turn { budget: Some(full.tokens.total - skills_tokens / 4), ..no_extra }).unwrap();
+    // The stable part may take the budget less the 2,000-token dynamic
+    // reserve: make it a quarter of the skills too small.
+    let budget = full.tokens.stable - skills_tokens / 4 + 2_000;
+    assert!(budget >= 8_000, "the whole default reserve applies at {budget}");
+    let b = a.build(&Turn { budget: Some(budget), ..no_extra }).unwrap();
     let skills = &b.stable[b.stable.find("## Skills").unwrap()..];
     assert!(skills.contains("<skill><name>skill-00</name>"), "compact form");
     assert!(!skills.contains("<description>"));
@@ -194,6 +201,9 @@ fn protected_sections_over_budget_fail_with_the_overshoot() {
 #[test]
 fn a_slightly_long_extra_prompt_is_shortened_not_dropped() {
     let (agent, base) = heavy();
+    // A small reserve, so the stable part fits as it is and only the extra
+    // prompt has to give.
+    agent.config(&format!("{HEAVY_CONFIG}[budget]\ndynamic_reserve = 200\n"));
     let a = agent.assembler();
     let full = a.build(&Turn { budget: Some(1_000_000), ..base.clone() }).unwrap();
     let extra_tokens = full.sections.iter().find(|s| s.id == "extra_context").unwrap().tokens;

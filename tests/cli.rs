@@ -77,10 +77,11 @@ fn json_output_has_every_key_of_the_contract() {
     }
     assert_eq!(section.len(), 6);
     let file = v["files"][0].as_object().unwrap();
-    for k in ["name", "raw_chars", "injected_chars", "truncated", "missing"] {
+    for k in ["name", "raw_chars", "injected_chars", "truncated", "missing", "source"] {
         assert!(file.contains_key(k), "{k}");
     }
-    assert_eq!(file.len(), 5);
+    assert_eq!(file.len(), 6);
+    assert_eq!(file["source"], "workspace");
     assert_eq!(v["mode"], "full");
     assert_eq!(v["tokenizer"], "cl100k_base");
     let d = v["diagnostics"]

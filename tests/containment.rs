@@ -22,7 +22,7 @@ fn baseline() -> String {
 /// Builds with hardware-access plus one fixture plugin behaving as `behave`.
 /// Spinning and sleeping fixtures run under the default 50 ms deadline.
 fn with_bad(behave: &str, extra: &str) -> proem_host::Built {
-    let deadline = if matches!(behave, "spin" | "sleep") { None } else { Some(5000) };
+    let deadline = if matches!(behave, "spin" | "sleep" | "read_fifo") { None } else { Some(5000) };
     let bad = with_deadline(&fixture("bad", behave, extra), deadline);
     let agent = Agent::with_plugins(&(builtin("hardware-access", "") + &bad));
     let built = agent.build(&hw_turn());
@@ -54,7 +54,26 @@ fn a_busy_loop_is_stopped_at_its_cpu_deadline() {
 
 #[test]
 fn a_call_blocked_in_the_host_is_cut_off_by_the_wall_clock_timeout() {
-    assert_contained("sleep", "", "timeout", "plugin_timeout", &["wall-clock timeout"]);
+    // Opening a FIFO no one writes blocks in the host (with the grant).
+    let entry = with_deadline(&fixture("bad", "read_fifo", ""), None)
+        .replace("path =", "grants = [\"workspace-read\"]\npath =");
+    let agent = Agent::with_plugins(&(builtin("hardware-access", "") + &entry));
+    let pipe = agent.path().join("pipe");
+    let c = std::ffi::CString::new(pipe.as_os_str().as_encoded_bytes()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    let built = agent.build(&hw_turn());
+    // Unblock the host thread still waiting in open(2).
+    drop(std::fs::OpenOptions::new().write(true).open(&pipe));
+    assert_eq!(plugin_status(&built, "bad"), "timeout", "{:?}", built.diagnostics);
+    assert!(diagnostic(&built, "plugin_timeout").unwrap().contains("wall-clock timeout"));
+    assert_eq!(built.prompt, baseline(), "the rest of the prompt is unchanged");
+}
+
+#[test]
+fn a_sleep_is_virtual_and_returns_at_once() {
+    let built = with_bad("sleep", "");
+    assert_eq!(plugin_status(&built, "bad"), "ok", "{:?}", built.diagnostics);
+    assert!(built.prompt.contains("## Fixture\nslept"));
 }
 
 #[test]
@@ -185,7 +204,10 @@ fn a_capability_asked_for_is_not_granted() {
     let set = agent.assembler();
     let p = &set.plugins().plugins()[0];
     let info = &p.state.as_ref().unwrap().info;
-    assert_eq!(info.capabilities, ["workspace-read", "network"]);
+    assert_eq!(info.capabilities[..2], ["workspace-read", "network"]);
+    // The fixture's hostile capabilities arrive as safe one-line labels.
+    assert_eq!(info.capabilities.len(), 4);
+    assert!(info.capabilities[2..].iter().all(|c| c.chars().count() <= 64 && !c.chars().any(char::is_control)));
     assert!(p.grants.names().is_empty());
     assert!(agent.build(&turn()).prompt.contains("SOUL.md: denied"));
 }

@@ -126,16 +126,18 @@ fn open_and_predefined_agents_wrap_files_differently() {
 }
 
 #[test]
-fn tools_are_sorted_and_deduplicated_ignoring_case() {
+fn tools_are_sorted_ignoring_case_and_kept_apart_by_case() {
     let agent = Agent::new();
-    let built = agent
-        .build(&Turn { tools: Some(tools(&["Read", "read", "exec", "zz_custom", "aa_custom", "READ"])), ..turn() });
+    let built = agent.build(&Turn {
+        tools: Some(tools(&["Read", "read", "exec", "zz_custom", "aa_custom", "READ", "read"])),
+        ..turn()
+    });
     let start = built.stable.find("## Tooling").unwrap();
     let end = built.stable[start..].find("\n\n").map(|e| start + e).unwrap_or(built.stable.len());
     let tooling = &built.stable[start..end];
     let listed: Vec<&str> =
         tooling.lines().filter_map(|l| l.strip_prefix("- ")).map(|l| l.split(':').next().unwrap()).collect();
-    assert_eq!(listed, ["aa_custom", "exec", "READ", "zz_custom"]);
+    assert_eq!(listed, ["aa_custom", "exec", "READ", "Read", "read", "zz_custom"]);
     assert!(
         tooling.contains("TOOLS.md, when present, explains how to use these tools; it never makes a tool available")
     );

@@ -16,14 +16,15 @@ use crate::plugin::{BuildContext, BuildRun, ContextTool, PluginSet};
 use crate::report::{Built, Diagnostic, FileDetail, PluginReport, SectionReport, TokenReport};
 use crate::section::{core_spec, Section};
 use crate::skills;
-use crate::text::{neutralize, normalize_newlines, one_line};
+use crate::sync::Lock;
+use crate::text::{clean_owned, neutralize, one_line};
 use crate::tokens::{TokenCounter, Tokenizer};
 use crate::tools;
 use crate::turn::{parse_timezone, parse_tools, ChatKind, Turn};
 use crate::workspace::{Unavailable, Workspace};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 /// Builds prompts for one agent directory.
 pub struct Assembler {
@@ -33,7 +34,7 @@ pub struct Assembler {
     config_found: bool,
     plugins: PluginSet,
     caching: Caching,
-    memo: Mutex<BuildMemo<Built>>,
+    memo: Lock<BuildMemo<Built>>,
     /// The last stable part's SHA-256, by its xxh3 (the stable part rarely
     /// changes, and SHA-256 of ~90 KB is the dearest step of a warm build).
     /// Kept unless every cache is off.
@@ -80,7 +81,7 @@ impl Assembler {
             config_found,
             plugins,
             caching: Caching::default(),
-            memo: Mutex::default(),
+            memo: Lock::default(),
             stable_hash: LastValue::default(),
             prepared_tools: LastValue::default(),
         }
@@ -94,7 +95,7 @@ impl Assembler {
         for t in [Tokenizer::O200kBase, Tokenizer::Cl100kBase] {
             shared_counter(t).set_memo(caching.token_counts);
         }
-        *self.memo.get_mut().expect("build memo poisoned") = BuildMemo::default();
+        *self.memo.get_mut() = BuildMemo::default();
     }
 
     /// What is kept between builds.
@@ -104,13 +105,13 @@ impl Assembler {
 
     /// How many builds were answered from the build memo.
     pub fn memo_hits(&self) -> u64 {
-        self.memo.lock().expect("build memo poisoned").hits()
+        self.memo.lock().hits()
     }
 
     /// Whether the memos' file check currently uses change notifications
     /// (see [`crate::memo`]) rather than a stat per file.
     pub fn files_watched(&self) -> bool {
-        self.memo.lock().expect("build memo poisoned").watched()
+        self.memo.lock().watched()
     }
 
     /// The config in use.
@@ -139,7 +140,7 @@ impl Assembler {
         if !memoised {
             return self.build_fresh(turn, contributed, now, &|| None);
         }
-        let refresh = || self.memo.lock().expect("build memo poisoned").refresh(|events| self.snapshot(events));
+        let refresh = || self.memo.lock().refresh(|events| self.snapshot(events));
         if !self.caching.builds {
             // Only plugin outputs are memoised: their check need only come
             // before the plugins run, so it overlaps the file reads.
@@ -149,12 +150,12 @@ impl Assembler {
         // that generation's check: the check comes first.
         let generation = refresh();
         let key = self.build_key(turn, contributed, now)?;
-        if let Some(built) = self.memo.lock().expect("build memo poisoned").get(key) {
+        if let Some(built) = self.memo.lock().get(key) {
             return Ok(built.clone());
         }
         let plugin_memo = self.caching.plugin_outputs.then_some(generation);
         let built = self.build_fresh(turn, contributed, now, &|| plugin_memo)?;
-        self.memo.lock().expect("build memo poisoned").put(generation, key, built.clone());
+        self.memo.lock().put(generation, key, built.clone());
         Ok(built)
     }
 
@@ -357,7 +358,11 @@ impl Assembler {
                 }
                 _ => None,
             },
-            extra: turn.extra.as_deref().map(|e| neutralize(normalize_newlines(e).trim())).filter(|e| !e.is_empty()),
+            extra: turn
+                .extra
+                .as_deref()
+                .map(|e| neutralize(clean_owned(e.to_string()).trim()))
+                .filter(|e| !e.is_empty()),
             provider,
             model,
         };
@@ -375,15 +380,24 @@ impl Assembler {
         let mut files = fitted.render.file_reports(&inputs);
         // A file whose section a plugin replaced (e.g. SOUL.md under an AIEOS
         // persona) is loaded but not in the prompt: report it as not injected.
+        // Only a section placed `At` the file group's id replaces it: merge
+        // refuses any other contributed section that takes a core id.
         let replaced_by = |group_section: &str| {
             fitted
                 .sections
                 .iter()
-                .find(|s| s.id == group_section && s.source != crate::section::Source::Core)
+                .find(|s| {
+                    s.id == group_section
+                        && s.source != crate::section::Source::Core
+                        && s.slot.placement() == crate::section::Placement::At
+                })
                 .map(|s| s.source.to_string())
         };
         let mut replaced: Vec<Option<String>> = Vec::with_capacity(files.len());
         for f in files.iter_mut() {
+            if let Some(plugin) = run.file_sources.get(&f.name) {
+                f.source = format!("plugin:{plugin}");
+            }
             let by =
                 fitted.render.files.iter().find(|i| i.name == f.name).and_then(|i| replaced_by(i.group.section_id()));
             if by.is_some() {

@@ -6,7 +6,7 @@
 
 use crate::config::{AgentKind, Config};
 use crate::mode::{Mode, SessionKind};
-use crate::report::{Diagnostic, FileReport};
+use crate::report::{Diagnostic, FileReport, WORKSPACE_SOURCE};
 use crate::section::ids;
 use crate::text::{char_len, neutralize_cow, one_line, xml_escape};
 use crate::truncate::head_tail;
@@ -178,6 +178,7 @@ pub fn inject(
             injected_chars: 0,
             truncated: false,
             missing: file.text.is_none(),
+            source: WORKSPACE_SOURCE.into(),
         };
         let mut text = String::new();
         if let Some(raw) = &file.text {
@@ -262,6 +263,7 @@ mod tests {
                 injected_chars: 2,
                 truncated: false,
                 missing: false,
+                source: WORKSPACE_SOURCE.into(),
             },
         };
         assert!(wrap(&f, AgentKind::Open).contains("<context_file name=\"AGENTS.md\">\nhi\n</context_file>"));

@@ -1,12 +1,20 @@
 //! Fitting the prompt to its token budget.
 //!
-//! The prompt is rendered, counted exactly, and while it is over budget one
-//! knob is turned and it is rendered again. Knobs turn in DESIGN.md's order:
-//! the extra prompt (shortened, then dropped), skills (compact form, then
-//! fewer), context files (largest first, per-turn files before stable ones),
-//! then other optional sections (last in the prompt first). Protected
-//! sections are never touched; if they alone exceed the budget the build
-//! fails saying by how much.
+//! The stable part is fitted first, on its own, against the budget minus a
+//! dynamic reserve (`[budget] dynamic_reserve`, at most a quarter of the
+//! budget); only then is the whole prompt fitted to the budget, cutting only
+//! dynamic content. Every decision of the first phase is made from the
+//! stable sections alone, which no per-turn input can change, so the stable
+//! part is a function of stable inputs even under budget pressure: a long
+//! USER.md or extra prompt costs dynamic content, never the cached prefix.
+//!
+//! Within each part the prompt is rendered, counted exactly, and while it is
+//! over one knob is turned and it is rendered again, in DESIGN.md's order:
+//! third-party (plugin) sections (last in the prompt first), the extra
+//! prompt (shortened, then dropped), skills (compact form, then fewer),
+//! context files (largest first), then other optional sections (last in
+//! the prompt first). Protected sections are never touched; if they alone
+//! exceed the budget the build fails saying by how much.
 
 use crate::bootstrap::FileGroup;
 use crate::core_sections::{self, CoreInputs, CoreRender, Knobs};
@@ -40,8 +48,16 @@ pub struct Fitted {
     pub knobs: Knobs,
 }
 
+/// The tokens the stable part may take: the budget less the dynamic
+/// reserve (the reserve is at most a quarter of the budget), and never less
+/// than the protected stable sections need. Stable inputs and the budget
+/// decide it; nothing of the turn does.
+pub fn stable_budget(budget: usize, dynamic_reserve: usize, protected_stable: usize) -> usize {
+    budget.saturating_sub(dynamic_reserve.min(budget / 4)).max(protected_stable)
+}
+
 /// Renders, merges with the `contributed` sections, and cuts until the
-/// prompt fits `budget` tokens.
+/// stable part fits [`stable_budget`] and the prompt fits `budget` tokens.
 pub fn fit(
     inputs: &CoreInputs,
     contributed: &[Section],
@@ -51,31 +67,53 @@ pub fn fit(
 ) -> Result<Fitted, ProemError> {
     let untouched = Knobs::untouched(inputs);
     let mut knobs = untouched.clone();
-    for step in 0..MAX_STEPS {
+    let mut stable_limit = None;
+    for _ in 0..MAX_STEPS {
         let render = core_sections::render(inputs, &knobs);
         let kept: Vec<Section> = contributed.iter().filter(|s| !knobs.dropped.contains(&s.key())).cloned().collect();
         let (sections, merge_notes) = merge(render.sections.clone(), &kept, inputs.mode);
         let joined = join(&sections);
+        let stable_limit = *stable_limit.get_or_insert_with(|| {
+            let protected_stable: Vec<Section> =
+                sections.iter().filter(|s| s.protected && s.zone == Zone::Stable).cloned().collect();
+            let protected_stable = counter.count(&join(&protected_stable).stable);
+            stable_budget(budget, inputs.config.budget.dynamic_reserve, protected_stable)
+        });
+        let stable_tokens = counter.count(&joined.stable);
+        if stable_tokens > stable_limit {
+            if turn_one_knob(
+                Zone::Stable,
+                inputs,
+                &render,
+                &sections,
+                &mut knobs,
+                stable_tokens - stable_limit,
+                counter,
+            ) {
+                continue;
+            }
+            break;
+        }
         let total = counter.count(&joined.prompt);
         if total <= budget {
             diagnostics.extend(merge_notes);
             report_cuts(inputs, contributed, &untouched, &knobs, diagnostics);
             return Ok(Fitted { render, sections, joined, total_tokens: total, knobs });
         }
-        if step == 0 {
-            let needed = protected_tokens(&sections, counter);
-            if needed > budget {
-                return Err(ProemError::BudgetTooSmall { needed, budget, over: needed - budget });
-            }
+        let needed = protected_tokens(&sections, counter);
+        if needed > budget {
+            return Err(ProemError::BudgetTooSmall { needed, budget, over: needed - budget });
         }
-        if !turn_one_knob(inputs, &render, &sections, &mut knobs, total - budget, counter) {
+        if !turn_one_knob(Zone::Dynamic, inputs, &render, &sections, &mut knobs, total - budget, counter) {
             break;
         }
     }
-    // Every optional section is gone and it still does not fit.
+    // Every optional section is gone and it still does not fit: the stable
+    // part as fitted plus the protected dynamic sections is what it needs.
     let render = core_sections::render(inputs, &knobs);
     let (sections, _) = merge(render.sections, &[], inputs.mode);
-    let needed = protected_tokens(&sections, counter);
+    let kept: Vec<Section> = sections.into_iter().filter(|s| s.zone == Zone::Stable || s.protected).collect();
+    let needed = counter.count(&join(&kept).prompt).max(protected_tokens(&kept, counter));
     Err(ProemError::BudgetTooSmall { needed, budget, over: needed.saturating_sub(budget) })
 }
 
@@ -85,8 +123,10 @@ fn protected_tokens(sections: &[Section], counter: &TokenCounter) -> usize {
     counter.count(&join(&protected).prompt)
 }
 
-/// Turns the first knob that can still shrink the prompt. `false` when none can.
+/// Turns the first knob that can still shrink `zone`'s part of the prompt.
+/// `false` when none can.
 fn turn_one_knob(
+    zone: Zone,
     inputs: &CoreInputs,
     render: &CoreRender,
     sections: &[Section],
@@ -94,7 +134,14 @@ fn turn_one_knob(
     excess: usize,
     counter: &TokenCounter,
 ) -> bool {
-    let present = |class: CutClass| sections.iter().filter(move |s| s.cut_class() == Some(class));
+    let in_zone: Vec<&Section> = sections.iter().filter(|s| s.zone == zone).collect();
+    let present = |class: CutClass| in_zone.iter().copied().filter(move |s| s.cut_class() == Some(class));
+
+    // Third-party sections before anything of the operator's.
+    if let Some(last) = present(CutClass::ThirdParty).next_back() {
+        knobs.dropped.insert(last.key());
+        return true;
+    }
 
     if let Some(extra) = present(CutClass::ExtraContext).next() {
         let tokens = counter.count(&extra.body).max(1);
@@ -121,12 +168,12 @@ fn turn_one_knob(
         return true;
     }
 
-    // Largest file first, per-turn files before stable ones.
+    // Largest file of this part first.
     let candidate = render
         .files
         .iter()
-        .filter(|f| f.report.injected_chars > 0 && sections.iter().any(|s| s.key() == core_key(f.group.section_id())))
-        .max_by_key(|f| (f.group == FileGroup::Dynamic, f.report.injected_chars, std::cmp::Reverse(f.name.clone())));
+        .filter(|f| f.report.injected_chars > 0 && in_zone.iter().any(|s| s.key() == core_key(f.group.section_id())))
+        .max_by_key(|f| (f.report.injected_chars, std::cmp::Reverse(f.name.clone())));
     if let Some(file) = candidate {
         let chars = file.report.injected_chars;
         let tokens = counter.count(&file.text).max(1);
@@ -138,7 +185,7 @@ fn turn_one_knob(
     }
 
     // Other optional sections (and empty file sections): the last one first.
-    if let Some(last) = sections.iter().rev().find(|s| s.cut_class().is_some()) {
+    if let Some(last) = in_zone.iter().rev().find(|s| s.cut_class().is_some()) {
         knobs.dropped.insert(last.key());
         return true;
     }
@@ -208,8 +255,9 @@ fn report_cuts(
     if stable_cut {
         diagnostics.push(Diagnostic::info(
             "budget_cut_stable",
-            "the budget cut content above the cache boundary, so the stable part now depends on this turn's size; \
-             raise the budget to keep the cached prefix identical across turns",
+            "the stable part was over the budget less [budget] dynamic_reserve, so content above the cache \
+             boundary was cut (the same way on every turn: per-turn inputs never change it); raise the budget \
+             to keep more of it",
         ));
     }
 }

@@ -86,6 +86,9 @@ pub struct BudgetConfig {
     pub tail_ratio: f64,
     /// `o200k_base` or `cl100k_base`; chosen from the model when unset.
     pub tokenizer: Option<String>,
+    /// Tokens kept free for the dynamic part when the stable part is fitted
+    /// (default 2000; at most a quarter of the budget is reserved).
+    pub dynamic_reserve: usize,
 }
 
 impl Default for BudgetConfig {
@@ -97,6 +100,7 @@ impl Default for BudgetConfig {
             head_ratio: 0.7,
             tail_ratio: 0.2,
             tokenizer: None,
+            dynamic_reserve: 2_000,
         }
     }
 }
@@ -200,10 +204,13 @@ pub struct PluginConfig {
     pub output_kib: Option<u32>,
 }
 
+/// The largest config file proem reads.
+pub const MAX_CONFIG_BYTES: u64 = 4 * 1024 * 1024;
+
 impl Config {
     /// Reads and validates a config file.
     pub fn load(path: &Path) -> Result<Config, ProemError> {
-        let source = std::fs::read(path)
+        let source = crate::workspace::read_regular_file(path, MAX_CONFIG_BYTES)
             .map_err(|e| ProemError::config(path, None, None, format!("cannot read the config file: {e}")))?;
         let source = String::from_utf8(source)
             .map_err(|_| ProemError::config(path, None, None, "the config file is not valid UTF-8"))?;

@@ -108,6 +108,7 @@ impl CoreRender {
                     injected_chars: 0,
                     truncated: false,
                     missing: f.text.is_none(),
+                    source: crate::report::WORKSPACE_SOURCE.into(),
                 })
             })
             .collect()

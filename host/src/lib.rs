@@ -28,6 +28,7 @@ pub mod render;
 pub mod report;
 pub mod section;
 pub mod skills;
+pub mod sync;
 pub mod text;
 pub mod tokens;
 pub mod tools;

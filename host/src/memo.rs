@@ -376,11 +376,11 @@ impl KeyHasher {
 /// A one-entry memo: the last value computed, by the key of its input, for
 /// inputs that rarely change from one build to the next.
 #[derive(Debug)]
-pub struct LastValue<T>(std::sync::Mutex<Option<(u128, T)>>);
+pub struct LastValue<T>(crate::sync::Lock<Option<(u128, T)>>);
 
 impl<T> Default for LastValue<T> {
     fn default() -> Self {
-        LastValue(std::sync::Mutex::new(None))
+        LastValue(crate::sync::Lock::new(None))
     }
 }
 
@@ -388,7 +388,7 @@ impl<T: Clone> LastValue<T> {
     /// The value for `key`: the kept one when the key matches, else
     /// `compute`'s, which is kept instead.
     pub fn get_or_compute(&self, key: u128, compute: impl FnOnce() -> T) -> T {
-        let mut last = self.0.lock().expect("memo poisoned");
+        let mut last = self.0.lock();
         match &*last {
             Some((k, value)) if *k == key => value.clone(),
             _ => {

@@ -30,6 +30,20 @@ pub fn merge(core: Vec<Section>, contributed: &[Section], mode: Mode) -> (Vec<Se
     let mut added = Vec::new();
     for section in applicable {
         if section.slot.placement() != Placement::At {
+            // Section ids are unique in a prompt: a section that merely takes
+            // a core section's id (instead of replacing it) would make the
+            // report name two sections alike and pass for a replacement.
+            if core_spec(&section.id).is_some() {
+                diagnostics.push(Diagnostic::warn(
+                    "section_id_taken",
+                    format!(
+                        "{} added a section with the core id {}, which only a replacement may use; it was left out \
+                         (to replace the core section, use replace({}); otherwise pick another id)",
+                        section.source, section.id, section.id
+                    ),
+                ));
+                continue;
+            }
             added.push(section.clone());
             continue;
         }

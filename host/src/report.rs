@@ -73,6 +73,9 @@ pub struct SectionReport {
     pub truncated: bool,
 }
 
+/// The `source` of a file read from the agent directory.
+pub const WORKSPACE_SOURCE: &str = "workspace";
+
 /// One bootstrap file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FileReport {
@@ -86,6 +89,9 @@ pub struct FileReport {
     pub truncated: bool,
     /// Whether it was absent (or could not be read; see diagnostics).
     pub missing: bool,
+    /// Where its text came from: `workspace`, or `plugin:<id>` when an
+    /// `agent:bootstrap` hook supplied or changed it.
+    pub source: String,
 }
 
 /// More about one file, for `proem inspect` (not part of the JSON contract).

@@ -100,6 +100,9 @@ impl Slot {
 /// How the budget stage may cut a section (lower classes are cut first).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum CutClass {
+    /// A section from outside the core (a plugin, a library caller): dropped
+    /// whole, last in the prompt first, before anything of the operator's.
+    ThirdParty,
     /// The caller's extra prompt: shortened, then dropped.
     ExtraContext,
     /// The skills list: compact form, then fewer skills.
@@ -143,8 +146,10 @@ impl Section {
     }
 
     /// A section contributed from outside the core (a plugin, or a library
-    /// caller). Its body is neutralised (it cannot forge the boundary marker
-    /// or close a wrapper tag) and it is never protected.
+    /// caller). Its body passes the text hygiene workspace files get
+    /// ([`clean_text`](crate::text::clean_text): LF newlines, no control
+    /// characters) and is neutralised (it cannot forge the boundary marker
+    /// or close a wrapper tag); it is never protected.
     pub fn contributed(
         source: &str,
         id: &str,
@@ -162,7 +167,7 @@ impl Section {
             priority,
             modes,
             protected: false,
-            body: crate::text::neutralize(body.trim_end()),
+            body: crate::text::neutralize(crate::text::clean_owned(body.to_string()).trim_end()),
         }
     }
 
@@ -173,7 +178,7 @@ impl Section {
             return None;
         }
         if self.source != Source::Core {
-            return Some(CutClass::Optional);
+            return Some(CutClass::ThirdParty);
         }
         Some(match self.id.as_str() {
             ids::EXTRA_CONTEXT => CutClass::ExtraContext,

@@ -8,9 +8,7 @@
 //! [`folders`], [`read`] each, [`collect`] the results (sorted, deduplicated).
 
 use crate::report::Diagnostic;
-use crate::text::{
-    front_matter_fields, one_line, sort_dedup_ignoring_case, split_front_matter, xml_escape, FrontMatter,
-};
+use crate::text::{front_matter_fields, one_line, sort_dedup, split_front_matter, xml_escape, FrontMatter, SameName};
 use crate::workspace::{Unavailable, Workspace};
 
 /// The folder skills are read from.
@@ -97,11 +95,15 @@ pub fn collect(read: Vec<Read>, diagnostics: &mut Vec<Diagnostic>) -> Vec<Skill>
             Read::Skipped(d) => diagnostics.push(d),
         }
     }
-    let (skills, dropped) = sort_dedup_ignoring_case(skills, |s| &s.name, |a, b| a.location.cmp(&b.location));
-    if dropped > 0 {
+    let (skills, dropped) = sort_dedup(skills, |s| &s.name, |a, b| a.location.cmp(&b.location), SameName::IgnoringCase);
+    if !dropped.is_empty() {
         diagnostics.push(Diagnostic::warn(
             "skill_duplicate",
-            format!("{dropped} skill(s) reuse a name already taken (ignoring case); the first by location is kept"),
+            format!(
+                "{} skill(s) reuse a name already taken ignoring case ({}); the first by location is kept",
+                dropped.len(),
+                dropped.join(", ")
+            ),
         ));
     }
     skills

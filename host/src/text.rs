@@ -10,13 +10,37 @@ pub const BOUNDARY_MARKER: &str = "<!-- PROEM_CACHE_BOUNDARY -->";
 pub const RESERVED_TAGS: [&str; 5] =
     ["context_file", "internal_config", "extra_context", "available_skills", "plugin_section"];
 
-/// Removes a UTF-8 byte-order mark and turns CRLF and lone CR into LF.
-pub fn normalize_newlines(text: &str) -> String {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    if !text.contains('\r') {
-        return text.to_string();
+/// The hygiene every text that reaches the prompt passes, from a workspace
+/// file, a plugin or the turn: a leading UTF-8 byte-order mark is removed,
+/// CRLF and lone CR become LF, and every other control character (C0 but
+/// tab and LF, DEL, C1: NUL, ESC, BEL, VT, …) is removed. `None` when the
+/// text needs no change (the common case costs one scan and no copy).
+pub fn clean_text(text: &str) -> Option<String> {
+    let needs = text.starts_with('\u{feff}')
+        || text.bytes().any(|b| (b < 0x20 && b != b'\n' && b != b'\t') || b == 0x7f || b == 0xc2);
+    if !needs {
+        return None;
     }
-    text.replace("\r\n", "\n").replace('\r', "\n")
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\r' => {
+                chars.next_if_eq(&'\n');
+                out.push('\n');
+            }
+            '\n' | '\t' => out.push(c),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    Some(out)
+}
+
+/// [`clean_text`], always returning the text.
+pub fn clean_owned(text: String) -> String {
+    clean_text(&text).unwrap_or(text)
 }
 
 /// The result of looking for a YAML front matter block.
@@ -154,26 +178,38 @@ fn defuse_marker(text: &str) -> Option<String> {
 }
 
 /// Byte offsets of every `<` that opens or closes one of proem's reserved
-/// tags, in any case. Whitespace and invisible characters between `<`, `/`
-/// and the name would still read as the tag to a model, so they do not
-/// hide it.
+/// tags, in any case. A model reads past characters it cannot see, so any
+/// run of [`is_tag_filler`] characters, anywhere between `<` and the end of
+/// the name (around the `/`, inside the name), still spells the tag. The
+/// name ends at a filler or at a visible character that cannot continue
+/// it (`<context_file name=…>` and `<context_file\u{200b}x>` are tags;
+/// `<context_filex>` is not).
 fn reserved_tag_starts(text: &str) -> Vec<usize> {
-    let skip_space = |mut j: usize| {
-        while let Some(c) = text[j..].chars().next().filter(|c| c.is_ascii_whitespace() || is_invisible_format(*c)) {
-            j += c.len_utf8();
-        }
-        j
-    };
     let mut starts = Vec::new();
     for (i, _) in text.match_indices('<') {
-        let mut j = skip_space(i + 1);
-        if text.as_bytes().get(j) == Some(&b'/') {
-            j = skip_space(j + 1);
+        // Visible characters after `<`, each with whether fillers preceded it.
+        let mut visible = Vec::with_capacity(MAX_TAG_CHARS + 2);
+        let mut gap = false;
+        for c in text[i + 1..].chars() {
+            if is_tag_filler(c) {
+                gap = true;
+                continue;
+            }
+            visible.push((c, gap));
+            gap = false;
+            if visible.len() > MAX_TAG_CHARS + 1 {
+                break;
+            }
         }
-        let rest = &text.as_bytes()[j..];
+        let word = match visible.first() {
+            Some(('/', _)) => &visible[1..],
+            _ => &visible[..],
+        };
+        let name_continues = |(c, gap): &(char, bool)| !gap && (c.is_ascii_alphanumeric() || *c == '_' || *c == '-');
         let hit = RESERVED_TAGS.iter().any(|tag| {
-            rest.get(..tag.len()).is_some_and(|name| name.eq_ignore_ascii_case(tag.as_bytes()))
-                && !rest.get(tag.len()).is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'-')
+            word.len() >= tag.len()
+                && word.iter().zip(tag.chars()).all(|((w, _), t)| w.eq_ignore_ascii_case(&t))
+                && !word.get(tag.len()).is_some_and(name_continues)
         });
         if hit {
             starts.push(i);
@@ -182,10 +218,16 @@ fn reserved_tag_starts(text: &str) -> Vec<usize> {
     starts
 }
 
+/// Characters of the longest reserved tag name.
+const MAX_TAG_CHARS: usize = 15;
+
 /// Collapses untrusted text onto one line: control characters and newlines
 /// become spaces, runs of whitespace shrink to one, then the result is
 /// neutralised and capped at `max_chars` characters (with `…` when cut).
 pub fn one_line(text: &str, max_chars: usize) -> String {
+    // Work in proportion to the cap, not to the input: a few characters
+    // past the cap are enough to know the result is cut.
+    let text = prefix_chars(text, max_chars.saturating_mul(8).saturating_add(16));
     let mut out = String::with_capacity(text.len().min(max_chars * 4));
     let mut pending_space = false;
     if text.is_ascii() {
@@ -204,7 +246,7 @@ pub fn one_line(text: &str, max_chars: usize) -> String {
         }
     } else {
         for c in text.chars() {
-            if c.is_whitespace() || c.is_control() || is_invisible_format(c) {
+            if is_invisible(c) {
                 pending_space = !out.is_empty();
                 continue;
             }
@@ -218,10 +260,68 @@ pub fn one_line(text: &str, max_chars: usize) -> String {
     cap_owned(neutralize(&out), max_chars)
 }
 
-/// Zero-width and bidirectional-override characters, which can hide or
-/// reorder text in one-line fields.
-pub fn is_invisible_format(c: char) -> bool {
-    matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
+/// Characters that are not visible text, by Unicode property: controls
+/// (`Cc`), format characters (`Cf`: zero-width, bidi controls, soft hyphen,
+/// tag characters), every `Default_Ignorable_Code_Point` and every
+/// `White_Space` character (NBSP, U+2028, U+3000…). They can hide or reorder
+/// text, so one-line fields turn them into a separator.
+pub fn is_invisible(c: char) -> bool {
+    if c.is_ascii() {
+        return c <= ' ' || c == '\x7f';
+    }
+    in_class(&unicode_classes().invisible, c)
+}
+
+/// What may sit inside a reserved tag without hiding it from a model:
+/// [`is_invisible`] characters and combining marks (`M`, e.g. U+034F).
+pub fn is_tag_filler(c: char) -> bool {
+    is_invisible(c) || (!c.is_ascii() && in_class(&unicode_classes().marks, c))
+}
+
+struct UnicodeClasses {
+    invisible: Vec<(char, char)>,
+    marks: Vec<(char, char)>,
+}
+
+/// The classes, built once from the Unicode tables regex-syntax ships (the
+/// same Unicode version as the `regex` crate proem already uses).
+fn unicode_classes() -> &'static UnicodeClasses {
+    static CLASSES: std::sync::OnceLock<UnicodeClasses> = std::sync::OnceLock::new();
+    CLASSES.get_or_init(|| UnicodeClasses {
+        invisible: unicode_class(r"[\p{Cc}\p{Cf}\p{Default_Ignorable_Code_Point}\p{White_Space}]"),
+        marks: unicode_class(r"\p{M}"),
+    })
+}
+
+fn unicode_class(pattern: &str) -> Vec<(char, char)> {
+    use regex_syntax::hir::{Class, HirKind};
+    let hir = regex_syntax::Parser::new().parse(pattern).expect("a valid Unicode class");
+    match hir.kind() {
+        HirKind::Class(Class::Unicode(class)) => class.ranges().iter().map(|r| (r.start(), r.end())).collect(),
+        _ => unreachable!("{pattern} is a Unicode class"),
+    }
+}
+
+fn in_class(ranges: &[(char, char)], c: char) -> bool {
+    ranges
+        .binary_search_by(|(lo, hi)| {
+            if *hi < c {
+                std::cmp::Ordering::Less
+            } else if *lo > c {
+                std::cmp::Ordering::Greater
+            } else {
+                std::cmp::Ordering::Equal
+            }
+        })
+        .is_ok()
+}
+
+/// The first `n` characters of `text` (all of it when shorter).
+fn prefix_chars(text: &str, n: usize) -> &str {
+    match text.char_indices().nth(n) {
+        Some((cut, _)) => &text[..cut],
+        None => text,
+    }
 }
 
 /// At most `max_chars` characters; a cut string ends with `…`.
@@ -242,21 +342,51 @@ pub fn cap_owned(mut text: String, max_chars: usize) -> String {
     text
 }
 
-/// Sorts `items` by name ignoring case, then by exact name, then by `then`,
-/// and drops every item whose name equals an earlier one ignoring case.
-/// Returns the kept items and how many were dropped. Each name is lowered
+/// Which names count as the same when duplicates are dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SameName {
+    /// Names equal ignoring case are one name: among them the first by
+    /// `then` is kept (skills: the first by location).
+    IgnoringCase,
+    /// Only identical names are one name (tools: provider APIs tell `Read`
+    /// from `read`, so both are kept); among identical names the first by
+    /// `then` is kept.
+    Exactly,
+}
+
+/// Sorts `items` by name ignoring case (so `Read` and `read` sit together),
+/// then as `same` says, and drops every item whose name is the same as an
+/// earlier one's. Returns the kept items and the names of the dropped ones.
+/// Which item is kept never depends on input order. Each name is lowered
 /// once, not once per comparison.
-pub fn sort_dedup_ignoring_case<T>(
+pub fn sort_dedup<T>(
     items: Vec<T>,
     name: impl Fn(&T) -> &str,
     then: impl Fn(&T, &T) -> std::cmp::Ordering,
-) -> (Vec<T>, usize) {
+    same: SameName,
+) -> (Vec<T>, Vec<String>) {
     let mut keyed: Vec<(String, T)> = items.into_iter().map(|t| (name(&t).to_lowercase(), t)).collect();
-    keyed.sort_by(|(la, a), (lb, b)| la.cmp(lb).then_with(|| name(a).cmp(name(b))).then_with(|| then(a, b)));
-    let before = keyed.len();
-    keyed.dedup_by(|(later, _), (kept, _)| later == kept);
-    let dropped = before - keyed.len();
-    (keyed.into_iter().map(|(_, t)| t).collect(), dropped)
+    keyed.sort_by(|(la, a), (lb, b)| {
+        let exact = || name(a).cmp(name(b));
+        la.cmp(lb).then_with(|| match same {
+            SameName::IgnoringCase => then(a, b).then_with(exact),
+            SameName::Exactly => exact().then_with(|| then(a, b)),
+        })
+    });
+    let mut kept: Vec<(String, T)> = Vec::with_capacity(keyed.len());
+    let mut dropped = Vec::new();
+    for (lower, item) in keyed {
+        let repeats = kept.last().is_some_and(|(kept_lower, kept_item)| match same {
+            SameName::IgnoringCase => *kept_lower == lower,
+            SameName::Exactly => name(kept_item) == name(&item),
+        });
+        if repeats {
+            dropped.push(name(&item).to_string());
+        } else {
+            kept.push((lower, item));
+        }
+    }
+    (kept.into_iter().map(|(_, t)| t).collect(), dropped)
 }
 
 /// Escapes text for an XML element or attribute.
@@ -284,9 +414,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn newlines() {
-        assert_eq!(normalize_newlines("\u{feff}a\r\nb\rc\n"), "a\nb\nc\n");
-        assert_eq!(normalize_newlines("\r\r\n"), "\n\n");
+    fn newlines_and_controls() {
+        assert_eq!(clean_owned("\u{feff}a\r\nb\rc\n".into()), "a\nb\nc\n");
+        assert_eq!(clean_owned("\r\r\n".into()), "\n\n");
+        assert_eq!(
+            clean_owned("a\x1b[31mb\x07c\x00d\x0be\u{85}f\u{9b}g\th\x7f".into()),
+            "a[31mbcdef g\th".replace(' ', "")
+        );
+        assert_eq!(clean_text("plain\ttext\n é ü"), None, "nothing to change: no copy");
+        assert_eq!(clean_owned("é\u{a0}x".into()), "é\u{a0}x", "non-control non-ASCII text is kept");
     }
 
     #[test]

@@ -5,9 +5,9 @@
 //! the text, in memory and (through [`TokenCounter::save`]) on disk, so a
 //! text that was counted before is never encoded again.
 
+use crate::sync::Lock;
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Mutex;
 use tiktoken_rs::CoreBPE;
 use xxhash_rust::xxh3::xxh3_128;
 
@@ -79,7 +79,7 @@ const WHOLE_LIMIT: usize = 1_024;
 #[derive(Debug)]
 pub struct TokenCounter {
     tokenizer: Tokenizer,
-    memo: Mutex<Memo>,
+    memo: Lock<Memo>,
 }
 
 #[derive(Debug, Default)]
@@ -97,7 +97,7 @@ struct Memo {
 impl TokenCounter {
     /// A counter for `tokenizer`.
     pub fn new(tokenizer: Tokenizer) -> TokenCounter {
-        TokenCounter { tokenizer, memo: Mutex::new(Memo { enabled: true, ..Memo::default() }) }
+        TokenCounter { tokenizer, memo: Lock::new(Memo { enabled: true, ..Memo::default() }) }
     }
 
     /// The vocabulary in use.
@@ -106,29 +106,38 @@ impl TokenCounter {
     }
 
     /// Tokens in `text` (special-token strings count as ordinary text).
+    ///
+    /// Total: any text is counted in linear time with bounded stack (see
+    /// [`bounded_pieces`]); the memo is never locked while text is encoded,
+    /// so concurrent callers (plugins' `count-tokens`) do not queue behind a
+    /// long text.
     pub fn count(&self, text: &str) -> usize {
         if text.is_empty() {
             return 0;
         }
-        let mut memo = self.memo.lock().expect("token memo poisoned");
         let whole = xxh3_128(text.as_bytes());
-        if memo.enabled {
-            if let Some(n) = memo.wholes.get(&whole) {
-                return *n as usize;
+        let enabled = {
+            let memo = self.memo.lock();
+            if memo.enabled {
+                if let Some(n) = memo.wholes.get(&whole) {
+                    return *n as usize;
+                }
             }
-        }
+            memo.enabled
+        };
         let mut total = 0usize;
         for chunk in chunks(text) {
             let key = if chunk.len() == text.len() { whole } else { xxh3_128(chunk.as_bytes()) };
-            if memo.enabled {
-                if let Some(n) = memo.counts.get(&key) {
+            if enabled {
+                if let Some(n) = self.memo.lock().counts.get(&key) {
                     total += *n as usize;
                     continue;
                 }
             }
-            let n = self.tokenizer.bpe().encode_ordinary(chunk).len();
+            let n = encode_len(self.tokenizer, chunk);
+            let mut memo = self.memo.lock();
             memo.encoded_bytes += chunk.len() as u64;
-            if memo.enabled {
+            if enabled {
                 if memo.counts.len() >= MEMO_LIMIT {
                     memo.counts.clear();
                 }
@@ -137,7 +146,8 @@ impl TokenCounter {
             }
             total += n;
         }
-        if let (true, Ok(n)) = (memo.enabled, u32::try_from(total)) {
+        if let (true, Ok(n)) = (enabled, u32::try_from(total)) {
+            let mut memo = self.memo.lock();
             if memo.wholes.len() >= WHOLE_LIMIT {
                 memo.wholes.clear();
             }
@@ -148,25 +158,26 @@ impl TokenCounter {
 
     /// Turns the memo on or off (off: every count encodes; for benchmarks).
     pub fn set_memo(&self, enabled: bool) {
-        let mut memo = self.memo.lock().expect("token memo poisoned");
+        let mut memo = self.memo.lock();
         memo.enabled = enabled;
     }
 
     /// Bytes this counter has run through the BPE encoder (tests use it to
     /// prove a count came from the memo).
     pub fn encoded_bytes(&self) -> u64 {
-        self.memo.lock().expect("token memo poisoned").encoded_bytes
+        self.memo.lock().encoded_bytes
     }
 
     /// Adds the counts saved in `path` (see [`TokenCounter::save`]). A
     /// missing, foreign or corrupt file adds nothing.
     pub fn load(&self, path: &Path) {
-        let Ok(data) = std::fs::read(path) else { return };
+        let limit = (32 + MEMO_LIMIT * 20) as u64;
+        let Ok(data) = crate::workspace::read_regular_file(path, limit) else { return };
         let Some(entries) = decode_counts(&data, self.tokenizer) else {
             tracing::warn!(path = %path.display(), "token count cache is not ours or corrupt; ignoring it");
             return;
         };
-        let mut memo = self.memo.lock().expect("token memo poisoned");
+        let mut memo = self.memo.lock();
         for (key, n) in entries {
             if memo.counts.len() >= MEMO_LIMIT {
                 break;
@@ -177,14 +188,14 @@ impl TokenCounter {
 
     /// Whether counts were added since the last load or save.
     pub fn has_unsaved(&self) -> bool {
-        self.memo.lock().expect("token memo poisoned").unsaved > 0
+        self.memo.lock().unsaved > 0
     }
 
     /// Writes the memo to `path` (temporary file + rename) when it has
     /// entries not saved yet. Returns whether it wrote.
     pub fn save(&self, path: &Path) -> std::io::Result<bool> {
         let bytes = {
-            let mut memo = self.memo.lock().expect("token memo poisoned");
+            let mut memo = self.memo.lock();
             if memo.unsaved == 0 {
                 return Ok(false);
             }
@@ -238,6 +249,74 @@ pub fn chunks(text: &str) -> impl Iterator<Item = &str> {
         start = bytes.len();
         Some(piece)
     })
+}
+
+/// The longest run of whitespace handed to the BPE pre-tokenizer in one
+/// piece. tiktoken's pre-split regex matches whitespace with a look-ahead
+/// (`\s+(?!\S)`) that its backtracking engine runs recursively: about a
+/// million spaces overflow the stack. Prose never has a kilobyte of
+/// whitespace in a row; a longer run is counted in parts (a count off by a
+/// token or two per cut, on text that is not prose).
+pub const WHITESPACE_RUN_LIMIT: usize = 1024;
+
+/// The longest run of other characters handed to the encoder in one piece:
+/// one pre-token of megabytes costs the BPE merge time and memory in
+/// proportion (hundreds of MB for a few MB of one letter). No word, URL or
+/// minified line of a prompt comes near it.
+pub const WORD_RUN_LIMIT: usize = 64 * 1024;
+
+/// Splits `text` so that no piece holds a whitespace run longer than
+/// [`WHITESPACE_RUN_LIMIT`] bytes or another run longer than
+/// [`WORD_RUN_LIMIT`]; text without such runs is one piece. Cuts fall only
+/// inside such runs, on character boundaries, so counts of ordinary text
+/// are exact (checked against tiktoken in `tests/properties.rs`).
+pub fn bounded_pieces(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let cut = first_overlong_cut(rest).unwrap_or(rest.len());
+        let (piece, tail) = rest.split_at(cut);
+        rest = tail;
+        Some(piece)
+    })
+}
+
+/// The byte offset where the first over-long run of `text` must be cut.
+fn first_overlong_cut(text: &str) -> Option<usize> {
+    if text.len() <= WHITESPACE_RUN_LIMIT {
+        return None;
+    }
+    let mut run_start = 0;
+    let mut run_space = None;
+    for (i, c) in text.char_indices() {
+        let space = c.is_whitespace();
+        if run_space != Some(space) {
+            run_start = i;
+            run_space = Some(space);
+        }
+        let limit = if space { WHITESPACE_RUN_LIMIT } else { WORD_RUN_LIMIT };
+        if i + c.len_utf8() - run_start > limit {
+            return Some(i).filter(|&i| i > 0);
+        }
+    }
+    None
+}
+
+/// Tokens of `text` by the encoder itself, piece by piece. Should the
+/// encoder panic anyway, the byte length stands in: never fewer tokens than
+/// the text has (a token is at least one byte), so a budget stays safe.
+fn encode_len(tokenizer: Tokenizer, text: &str) -> usize {
+    let bpe = tokenizer.bpe();
+    bounded_pieces(text)
+        .map(|piece| {
+            std::panic::catch_unwind(|| bpe.encode_ordinary(piece).len()).unwrap_or_else(|_| {
+                tracing::warn!(bytes = piece.len(), "the tokenizer failed on a piece of text; counting its bytes");
+                piece.len()
+            })
+        })
+        .sum()
 }
 
 /// Starts building `tokenizer`'s BPE tables on a background thread when no

@@ -3,7 +3,7 @@
 //! the caller's list never changes a byte of the prompt.
 
 use crate::report::Diagnostic;
-use crate::text::{cap_owned, char_len, neutralize, one_line, sort_dedup_ignoring_case};
+use crate::text::{cap_owned, char_len, neutralize, one_line, sort_dedup, SameName};
 use crate::turn::Tool;
 
 /// Longest tool name kept (longer names are cut with `…`).
@@ -27,10 +27,12 @@ pub struct PromptTool {
     pub schema_is_json: bool,
 }
 
-/// Cleans, deduplicates (case-insensitively) and sorts the tools.
+/// Cleans, deduplicates and sorts the tools.
 ///
-/// Among names equal ignoring case, the one that sorts first by bytes is
-/// kept (so `Read` beats `read` whatever order the caller used).
+/// Tool names are case-sensitive (provider APIs call `Read` and `read` two
+/// tools), so names that differ only by case are both kept, side by side.
+/// A name given twice exactly is listed once: the first by description,
+/// then schema, is kept, whatever order the caller used.
 pub fn prepare(tools: &[Tool], diagnostics: &mut Vec<Diagnostic>) -> Vec<PromptTool> {
     let prepared: Vec<PromptTool> = tools
         .iter()
@@ -57,12 +59,21 @@ pub fn prepare(tools: &[Tool], diagnostics: &mut Vec<Diagnostic>) -> Vec<PromptT
         diagnostics
             .push(Diagnostic::warn("tool_invalid_name", format!("{blank} tool(s) with an empty name were ignored")));
     }
-    let (prepared, merged) =
-        sort_dedup_ignoring_case(prepared, |t| &t.name, |a, b| (&a.summary, &a.schema).cmp(&(&b.summary, &b.schema)));
-    if merged > 0 {
+    let (prepared, dropped) = sort_dedup(
+        prepared,
+        |t| &t.name,
+        |a, b| (&a.summary, &a.schema).cmp(&(&b.summary, &b.schema)),
+        SameName::Exactly,
+    );
+    if !dropped.is_empty() {
+        let mut names = dropped;
+        names.dedup();
         diagnostics.push(Diagnostic::info(
             "tool_duplicate",
-            format!("{merged} tool(s) repeated a name that differs only by case; each name is listed once"),
+            format!(
+                "tool name(s) given more than once: {}; each is listed once (the first by description, then schema)",
+                names.join(", ")
+            ),
         ));
     }
     prepared
@@ -77,14 +88,21 @@ mod tests {
     }
 
     #[test]
-    fn sorted_and_deduplicated_ignoring_case() {
+    fn names_differing_by_case_are_both_kept_and_exact_repeats_listed_once() {
         let mut d = Vec::new();
-        let names: Vec<String> = prepare(&[tool("zz"), tool("read"), tool("Read"), tool("exec"), tool("  ")], &mut d)
-            .into_iter()
-            .map(|t| t.name)
-            .collect();
-        assert_eq!(names, ["exec", "Read", "zz"]);
-        assert_eq!(d.len(), 2);
+        let tools = [tool("zz"), tool("read"), tool("Read"), tool("exec"), tool("  "), tool("read")];
+        let names: Vec<String> = prepare(&tools, &mut d).into_iter().map(|t| t.name).collect();
+        assert_eq!(names, ["exec", "Read", "read", "zz"]);
+        let codes: Vec<&str> = d.iter().map(|d| d.code.as_str()).collect();
+        assert_eq!(codes, ["tool_invalid_name", "tool_duplicate"]);
+        assert!(d[1].message.contains("read"), "{}", d[1].message);
+        // An exact repeat keeps the first by description, whatever the order.
+        let a = Tool { description: "a".into(), ..tool("x") };
+        let b = Tool { description: "b".into(), ..tool("x") };
+        for order in [[a.clone(), b.clone()], [b, a]] {
+            let kept = prepare(&order, &mut Vec::new());
+            assert_eq!((kept.len(), kept[0].summary.as_str()), (1, "a"));
+        }
     }
 
     #[test]

@@ -111,10 +111,15 @@ pub fn parse_tools(json: &str, path: &Path) -> Result<Vec<Tool>, ProemError> {
         .collect())
 }
 
+/// The largest tools file proem reads (10,000 tools with schemas fit).
+pub const MAX_TOOLS_FILE_BYTES: u64 = 64 * 1024 * 1024;
+
 /// Reads and parses a tools file from the host filesystem (a `--tools` flag).
 pub fn load_tools_file(path: &Path) -> Result<Vec<Tool>, ProemError> {
-    let text = std::fs::read_to_string(path)
+    let bytes = crate::workspace::read_regular_file(path, MAX_TOOLS_FILE_BYTES)
         .map_err(|e| ProemError::Tools { path: path.to_path_buf(), message: format!("cannot read: {e}") })?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| ProemError::Tools { path: path.to_path_buf(), message: "is not valid UTF-8".into() })?;
     parse_tools(&text, path)
 }
 

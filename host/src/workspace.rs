@@ -6,7 +6,7 @@
 
 use crate::error::ProemError;
 use crate::report::Diagnostic;
-use crate::text::{normalize_newlines, split_front_matter, FrontMatter};
+use crate::text::{clean_owned, split_front_matter, FrontMatter};
 use cap_std::fs::Dir;
 use std::io::{ErrorKind, Read};
 use std::path::{Path, PathBuf};
@@ -98,10 +98,7 @@ impl Workspace {
         // One capability-checked open (symlinks followed only inside the
         // workspace; O_NONBLOCK so a FIFO cannot hang the build), then fstat.
         // Only a failed open pays for an lstat, to word the error.
-        let mut options = cap_std::fs::OpenOptions::new();
-        options.read(true);
-        cap_std::fs::OpenOptionsExt::custom_flags(&mut options, rustix::fs::OFlags::NONBLOCK.bits() as i32);
-        let file = match self.dir.open_with(rel, &options) {
+        let file = match self.dir.open_with(rel, &nonblocking_read()) {
             Ok(f) => f,
             Err(e) if e.kind() == ErrorKind::NotFound && self.dir.symlink_metadata(rel).is_err() => {
                 return Err(Unavailable::Missing)
@@ -136,6 +133,39 @@ impl Workspace {
         names.sort();
         names
     }
+}
+
+/// Open options for reading without blocking on the open: a FIFO, socket
+/// or device opens at once (and is then refused by its `fstat`) instead of
+/// waiting for a writer. Every file proem reads is opened with these.
+pub fn nonblocking_read() -> cap_std::fs::OpenOptions {
+    let mut options = cap_std::fs::OpenOptions::new();
+    options.read(true);
+    cap_std::fs::OpenOptionsExt::custom_flags(&mut options, rustix::fs::OFlags::NONBLOCK.bits() as i32);
+    options
+}
+
+/// Reads a regular file named by the user or kept by proem outside any
+/// workspace (`--config`, `--tools`, cache entries), at most `max_bytes`:
+/// opened without blocking, refused unless `fstat` says it is a regular
+/// file, refused when larger than `max_bytes`. The error is worded for a
+/// message that names the file.
+pub fn read_regular_file(path: &Path, max_bytes: u64) -> std::io::Result<Vec<u8>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file =
+        std::fs::OpenOptions::new().read(true).custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32).open(path)?;
+    let meta = file.metadata()?;
+    if meta.is_dir() {
+        return Err(std::io::Error::other("is a directory, not a file"));
+    }
+    if !meta.is_file() {
+        return Err(std::io::Error::other("is not a regular file (a FIFO, socket or device is never read)"));
+    }
+    if meta.len() > max_bytes {
+        return Err(std::io::Error::other(format!("is {} bytes, over the limit of {max_bytes}", meta.len())));
+    }
+    let file = cap_std::fs::File::from_std(file);
+    read_up_to(file, meta.len(), max_bytes as usize)
 }
 
 /// At most `limit` bytes of `file`, whose size `fstat` gave as `size`. A
@@ -195,12 +225,8 @@ fn decode(bytes: Vec<u8>, cut_at_limit: bool) -> Result<String, Unavailable> {
             }
         }
     };
-    // Most files need no change: keep their buffer instead of copying it.
-    if text.starts_with('\u{feff}') || text.contains('\r') {
-        Ok(normalize_newlines(&text))
-    } else {
-        Ok(text)
-    }
+    // Most files need no change: their buffer is kept instead of copied.
+    Ok(clean_owned(text))
 }
 
 /// Strips front matter from a bootstrap file, recording a warning when the

@@ -43,13 +43,15 @@ pub fn check(bytes: &[u8]) -> Result<String, String> {
                 }
             }
             wasmparser::Payload::CustomSection(reader) if reader.name() == API_VERSION_SECTION => {
-                stamped = Some(String::from_utf8_lossy(reader.data()).trim().to_string());
+                // The plugin's own bytes: made a printable label here, once.
+                let data = &reader.data()[..reader.data().len().min(4096)];
+                stamped = Some(crate::plugin::hooks::label(&String::from_utf8_lossy(data), 32));
             }
             wasmparser::Payload::ComponentExportSection(reader) => {
                 for export in reader {
                     let export = export.map_err(|e| format!("malformed component: {e}"))?;
                     if let Some(version) = export.name.0.strip_prefix("proem:plugin/describe@") {
-                        exported.push(version.to_string());
+                        exported.push(crate::plugin::hooks::label(version, 32));
                     }
                 }
             }
@@ -69,7 +71,7 @@ pub fn check(bytes: &[u8]) -> Result<String, String> {
     if !foreign.is_empty() {
         return Err(format!(
             "imports `{}`, which proem does not provide (a plugin may import only proem:plugin/… and wasi:…)",
-            foreign.join("`, `")
+            foreign.iter().take(8).map(|f| crate::plugin::hooks::label(f, 80)).collect::<Vec<_>>().join("`, `")
         ));
     }
     Ok(version)

@@ -21,6 +21,8 @@ use wasmtime::Engine;
 
 const MAGIC: &[u8; 8] = b"PROEMCW1";
 const HEADER: usize = 8 + 32;
+/// The largest cache entry read back (a compiled 64 MiB plugin stays under it).
+const MAX_ENTRY_BYTES: u64 = 1024 * 1024 * 1024;
 
 /// Where compiled components are kept; `None` when caching is off.
 pub fn default_dir() -> Option<PathBuf> {
@@ -68,7 +70,7 @@ pub fn load_or_compile(engine: &Engine, wasm: &[u8], dir: Option<&Path>) -> Resu
 }
 
 fn read_entry(engine: &Engine, path: &Path) -> Option<Component> {
-    let data = std::fs::read(path).ok()?;
+    let data = crate::workspace::read_regular_file(path, MAX_ENTRY_BYTES).ok()?;
     if data.len() < HEADER || &data[..8] != MAGIC {
         tracing::warn!(path = %path.display(), "component cache entry is not ours or truncated; recompiling");
         return None;

@@ -10,11 +10,14 @@
 
 use crate::plugin::cache::error_chain;
 use crate::plugin::engine::{self, PluginEngine};
-use crate::plugin::hooks::{BuildContext, PluginInfo, RawFile, RawOverlay, RawSection};
-use crate::plugin::sandbox::{LogLine, Sandbox, State};
+use crate::plugin::hooks::{self, BuildContext, PluginInfo, RawFile, RawOverlay, RawSection};
+use crate::plugin::sandbox::{CallClock, LogLine, Sandbox, State};
 use crate::plugin::wit::{v0_1, Bindings};
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
-use wasmtime::{Store, Trap};
+use wasmtime::{Store, Trap, UpdateDeadline};
 
 /// A hook to call, with its arguments.
 #[derive(Debug, Clone)]
@@ -102,7 +105,7 @@ impl Failure {
     /// What happened, for the diagnostic.
     pub fn describe(&self) -> String {
         match self {
-            Failure::Returned(m) => format!("returned an error: {}", crate::text::one_line(m, 500)),
+            Failure::Returned(m) => format!("returned an error: {m}"),
             Failure::Deadline(d) => format!("ran past its CPU deadline of {} ms and was stopped", d.as_millis()),
             Failure::Timeout(d) => {
                 format!(
@@ -154,25 +157,53 @@ pub async fn call(
         Ok(s) => s,
         Err(e) => return Outcome { result: Err(Failure::Host(e)), logs: Vec::new(), elapsed: started.elapsed() },
     };
+    let mut state = state;
+    state.clock = CallClock::start(limits.deadline);
+    let host_time = state.clock.host_time();
     let mut store = Store::new(&engine.engine, state);
     store.limiter(|s| &mut s.limiter);
+    // Each tick past the epoch deadline asks the call's clock, whose deadline
+    // host functions move (see `CallClock`): wasm time is the plugin's, host
+    // time is not.
     store.set_epoch_deadline(engine::deadline_ticks(limits.deadline));
-    store.epoch_deadline_trap();
+    store.epoch_deadline_callback(|ctx| {
+        let left = ctx.data().clock.deadline().saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(Trap::Interrupt.into());
+        }
+        Ok(UpdateDeadline::Continue(engine::deadline_ticks(left).saturating_sub(1).max(1)))
+    });
     // The wall-clock timeout allows one more tick than the CPU deadline, so a
     // busy loop is reported as a CPU overrun, not as a blocked call.
     let wall = limits.deadline + engine::EPOCH_TICK * 2;
-    let run = tokio::time::timeout(wall, dispatch(&bindings, &mut store, request));
-    let result = match run.await {
-        Err(_) => Err(Failure::Timeout(limits.deadline)),
-        Ok(Ok(Ok(response))) => Ok(response),
-        Ok(Ok(Err(message))) => Err(Failure::Returned(message)),
-        Ok(Err(e)) => Err(classify(&e, &store, limits)),
+    let result = match within_wall_time(started + wall, host_time, dispatch(&bindings, &mut store, request)).await {
+        None => Err(Failure::Timeout(limits.deadline)),
+        Some(Ok(Ok(response))) => Ok(response),
+        Some(Ok(Err(message))) => Err(Failure::Returned(hooks::label(&message, 500))),
+        Some(Err(e)) => Err(classify(&e, &store, limits)),
     };
     let state = store.into_data();
     let elapsed = started.elapsed();
     let status = result.as_ref().map(|_| "ok").unwrap_or_else(|f| f.status());
     tracing::debug!(plugin = %sandbox_id, hook, elapsed_us = elapsed.as_micros() as u64, status, "plugin call");
     Outcome { result, logs: state.logs, elapsed }
+}
+
+/// Runs `future` until it finishes (`Some`) or the wall-clock limit passes
+/// (`None`). The limit is `until` plus the real time host functions have
+/// spent so far (`host_time`, in nanoseconds): that time is not the plugin's.
+async fn within_wall_time<F: Future>(until: Instant, host_time: Arc<AtomicU64>, future: F) -> Option<F::Output> {
+    let mut future = std::pin::pin!(future);
+    loop {
+        let limit = until + Duration::from_nanos(host_time.load(Ordering::Relaxed));
+        match tokio::time::timeout_at(limit.into(), &mut future).await {
+            Ok(out) => return Some(out),
+            Err(_) if Instant::now() >= until + Duration::from_nanos(host_time.load(Ordering::Relaxed)) => {
+                return None;
+            }
+            Err(_) => continue,
+        }
+    }
 }
 
 /// Instantiates and calls. Outer `Err`: a trap or host error; inner `Err`:
@@ -209,28 +240,29 @@ async fn dispatch(
     }
 }
 
+/// A trap in words. Its text carries plugin-controlled strings (function
+/// names from the plugin's name section, its stderr), so it is made a
+/// [`hooks::label`] here.
 fn classify(e: &wasmtime::Error, store: &Store<State>, limits: CallLimits) -> Failure {
     let state = store.data();
     if let Some(asked) = state.limiter.denied {
         return Failure::Memory { limit: state.limiter_cap(), asked };
     }
     let stderr = state.stderr_tail();
+    let with_stderr = |what: String| {
+        hooks::label(
+            &match &stderr {
+                Some(text) => format!("{what}; its stderr: {text}"),
+                None => what,
+            },
+            1500,
+        )
+    };
     match e.downcast_ref::<Trap>() {
         Some(Trap::Interrupt) => Failure::Deadline(limits.deadline),
         Some(Trap::StackOverflow) => Failure::Trap("stack overflow".into()),
-        Some(trap) => {
-            let what = match trap {
-                Trap::UnreachableCodeReached => "the plugin panicked or aborted".to_string(),
-                other => other.to_string(),
-            };
-            Failure::Trap(match stderr {
-                Some(text) => format!("{what}; its stderr: {text}"),
-                None => what,
-            })
-        }
-        None => Failure::Trap(match stderr {
-            Some(text) => format!("{}; its stderr: {text}", error_chain(e)),
-            None => error_chain(e),
-        }),
+        Some(Trap::UnreachableCodeReached) => Failure::Trap(with_stderr("the plugin panicked or aborted".into())),
+        Some(other) => Failure::Trap(with_stderr(other.to_string())),
+        None => Failure::Trap(with_stderr(error_chain(e))),
     }
 }

@@ -55,6 +55,8 @@ impl PluginEngine {
         let engine = Engine::new(&config).map_err(|e| format!("cannot start the wasm engine: {e}"))?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(|e| format!("cannot link WASI: {e}"))?;
+        crate::plugin::virtual_io::add_to_linker(&mut linker)
+            .map_err(|e| format!("cannot link the virtual clock: {e}"))?;
         wit::v0_1::add_to_linker(&mut linker).map_err(|e| format!("cannot link the plugin API: {e}"))?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(WORKER_THREADS)

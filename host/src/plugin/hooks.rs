@@ -69,7 +69,48 @@ pub struct PluginInfo {
     pub api_version: String,
 }
 
+/// The most characters kept of a plugin-chosen label (version, capability).
+pub const MAX_LABEL_CHARS: usize = 64;
+/// The most capabilities kept of what a plugin asks for.
+pub const MAX_CAPABILITIES: usize = 16;
+
+/// Makes a plugin-chosen string safe to print anywhere (a terminal table, a
+/// log line, a diagnostic, JSON): one line, no control, format, bidi or
+/// other invisible characters, the boundary marker and reserved tags
+/// defused, at most `max_chars` characters. Every string a plugin hands the
+/// host for display passes here once, where it enters, so no printer has
+/// to remember to.
+pub fn label(text: &str, max_chars: usize) -> String {
+    crate::text::one_line(text, max_chars)
+}
+
 impl PluginInfo {
+    /// What a plugin said about itself, every string made a [`label`]
+    /// (capabilities: at most [`MAX_CAPABILITIES`], empty ones dropped).
+    pub fn from_plugin(
+        id: &str,
+        version: &str,
+        hooks: (bool, bool, bool),
+        capabilities: &[String],
+        api_version: &str,
+    ) -> PluginInfo {
+        let (sections, overlay, bootstrap) = hooks;
+        PluginInfo {
+            id: label(id, MAX_LABEL_CHARS),
+            version: label(version, MAX_LABEL_CHARS),
+            sections,
+            overlay,
+            bootstrap,
+            capabilities: capabilities
+                .iter()
+                .map(|c| label(c, MAX_LABEL_CHARS))
+                .filter(|c| !c.is_empty())
+                .take(MAX_CAPABILITIES)
+                .collect(),
+            api_version: api_version.to_string(),
+        }
+    }
+
     /// The hooks, comma-separated, for tables.
     pub fn hooks(&self) -> String {
         let mut h = Vec::new();
@@ -342,7 +383,7 @@ pub fn validate_files(raw: Vec<RawFile>, caps: OutputCaps) -> Result<Vec<RawFile
     let mut seen: Vec<&str> = Vec::new();
     for f in &raw {
         let bad = f.name.len() > 128
-            || f.name.chars().any(|c| c.is_control())
+            || f.name.chars().any(|c| c != ' ' && crate::text::is_invisible(c))
             || crate::config::check_relative_path(&f.name).is_err()
             || f.name.ends_with('/');
         if bad {

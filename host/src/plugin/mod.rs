@@ -6,7 +6,8 @@
 //!                                                ─ engine (one Engine, one Linker, epoch ticker)
 //!                                                ─ describe (what hooks, what capabilities)
 //! each build ─ run_bootstrap (agent:bootstrap, in id order) ─ run_sections (sections + overlay, concurrent)
-//!            ─ call::call (fresh store, sandbox::Sandbox, deadline, memory limit, timeout)
+//!            ─ call::call (fresh store, sandbox::Sandbox, deadline, memory limit, timeout;
+//!                          virtual_io: timers and poll in virtual time)
 //!            ─ hooks::validate_* (ids, slots, sizes, neutralised bodies) ─ merged like core sections
 //! ```
 //!
@@ -20,6 +21,7 @@ pub mod engine;
 pub mod hooks;
 pub mod sandbox;
 pub mod set;
+pub mod virtual_io;
 pub mod wit;
 
 pub use hooks::{BuildContext, ContextTool, PluginInfo};

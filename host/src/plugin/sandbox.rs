@@ -10,16 +10,25 @@
 //! | stdin / stdout | empty / discarded | none |
 //! | stderr | captured (16 KiB) into the failure diagnostic | none |
 //! | wall clock | frozen at the build's `now` | none |
-//! | monotonic clock | frozen at 0 | none |
+//! | monotonic clock | frozen at 0; timers fire at once, `poll` waits for all (`virtual_io.rs`) | none |
 //! | randomness | seeded from the plugin id (reproducible) | none |
-//! | memory | 32 MiB (`memory_mib`) | per plugin |
+//! | memory | 32 MiB (`memory_mib`), all memories and tables of the call together | per plugin |
+//! | instances, memories, tables | at most [`MAX_INSTANCES`], [`MAX_MEMORIES`], [`MAX_TABLES`] | none |
+//! | `count-tokens` | at most [`COUNT_TOKENS_MAX_BYTES`] a call, charged [`COUNT_TOKENS_COST_PER_KIB`] | none |
+//!
+//! Time a plugin is charged is never the host's real time: host functions
+//! charge fixed costs by input size (see [`CallClock`]), so whether the
+//! tokenizer was built or a count was memoised never changes what a plugin
+//! can do within its deadline.
 
 use crate::tokens::Tokenizer;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{FsPerms, HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
@@ -68,26 +77,125 @@ impl Grants {
     }
 }
 
-/// Records memory growth beyond the cap, so a failed `memory.grow` (which the
+/// Most core instances one call may create (a component built by
+/// wasm32-wasip2 Rust has a handful: its module, shims, fix-ups).
+pub const MAX_INSTANCES: usize = 64;
+/// Most linear memories one call may create (such a component has one or two).
+pub const MAX_MEMORIES: usize = 4;
+/// Most tables one call may create.
+pub const MAX_TABLES: usize = 16;
+/// What one table entry is charged against the memory cap, in bytes (a
+/// function reference as wasmtime stores it, rounded up).
+pub const TABLE_ENTRY_BYTES: usize = 16;
+
+/// Caps the total of every memory and table one call creates, and their
+/// number, and records a denied growth so a failed `memory.grow` (which the
 /// guest sees as -1 and usually turns into an abort) is reported as what it
 /// was: the plugin hit its memory limit.
+///
+/// wasmtime asks the limiter about each memory and table alone, with its
+/// current and desired size (creation included, from 0); the limiter keeps
+/// the sum, so forty memories of 32 MiB are forty times over a 32 MiB cap,
+/// not forty times under it.
 pub struct Limiter {
     memory_cap: usize,
-    /// The size a denied growth asked for.
+    /// Bytes of memories and tables granted so far in this call.
+    used: usize,
+    /// The total a denied growth asked for.
     pub denied: Option<usize>,
 }
 
-impl wasmtime::ResourceLimiter for Limiter {
-    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
-        if desired > self.memory_cap {
-            self.denied = Some(desired);
-            return Ok(false);
-        }
-        Ok(true)
+impl Limiter {
+    fn new(memory_cap: usize) -> Limiter {
+        Limiter { memory_cap, used: 0, denied: None }
     }
 
-    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
-        Ok(desired <= 1 << 20)
+    fn grow(&mut self, current: usize, desired: usize) -> bool {
+        let total = self.used.saturating_sub(current).saturating_add(desired);
+        if total > self.memory_cap {
+            self.denied = Some(total);
+            return false;
+        }
+        self.used = total;
+        true
+    }
+}
+
+impl wasmtime::ResourceLimiter for Limiter {
+    fn memory_growing(&mut self, current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        Ok(self.grow(current, desired))
+    }
+
+    fn table_growing(&mut self, current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        Ok(self.grow(current.saturating_mul(TABLE_ENTRY_BYTES), desired.saturating_mul(TABLE_ENTRY_BYTES)))
+    }
+
+    fn instances(&self) -> usize {
+        MAX_INSTANCES
+    }
+
+    fn memories(&self) -> usize {
+        MAX_MEMORIES
+    }
+
+    fn tables(&self) -> usize {
+        MAX_TABLES
+    }
+}
+
+/// Most bytes of text one `count-tokens` call may pass. Larger texts trap
+/// (a plugin's whole output is at most 64 items of `output_kib` each; it
+/// has no reason to count megabytes).
+pub const COUNT_TOKENS_MAX_BYTES: usize = 1024 * 1024;
+
+/// What `count-tokens` charges the caller's deadline per KiB of text
+/// (about 25 MB/s, tiktoken's own speed), whatever it really took: a count
+/// served from the memo costs the same as one encoded on a cold process.
+pub const COUNT_TOKENS_COST_PER_KIB: Duration = Duration::from_micros(40);
+
+/// The deadline of one call, in the plugin's own time.
+///
+/// The epoch callback stops wasm code once `Instant::now()` passes
+/// `deadline`. A host function moves the deadline: out by the real time it
+/// spent (the host's time is not the plugin's) and in by a fixed cost for
+/// the work it did for the plugin. The real time spent in host functions is
+/// also published through `host_time` so the wall-clock timeout of the call
+/// (a backstop for blocked calls) moves with it.
+#[derive(Debug, Clone)]
+pub struct CallClock {
+    deadline: Instant,
+    host_time: Arc<AtomicU64>,
+}
+
+impl CallClock {
+    /// A clock whose deadline is `budget` from now.
+    pub fn start(budget: Duration) -> CallClock {
+        CallClock { deadline: Instant::now() + budget, host_time: Arc::default() }
+    }
+
+    /// When the plugin's time runs out.
+    pub fn deadline(&self) -> Instant {
+        self.deadline
+    }
+
+    /// Real time spent in host functions so far (shared with the caller).
+    pub fn host_time(&self) -> Arc<AtomicU64> {
+        self.host_time.clone()
+    }
+
+    /// Runs host work for the plugin: refused (as a deadline overrun) when
+    /// `cost` does not fit in the time left; otherwise `work` runs, its real
+    /// time is given back and `cost` is charged instead.
+    pub fn charge<R>(&mut self, cost: Duration, work: impl FnOnce() -> R) -> Result<R, wasmtime::Error> {
+        let started = Instant::now();
+        if started + cost > self.deadline {
+            return Err(wasmtime::Trap::Interrupt.into());
+        }
+        let out = work();
+        let spent = started.elapsed();
+        self.deadline = self.deadline + spent - cost;
+        self.host_time.fetch_add(u64::try_from(spent.as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
+        Ok(out)
     }
 }
 
@@ -111,6 +219,8 @@ pub struct State {
     /// Lines logged at warn or error (they become diagnostics).
     pub logs: Vec<LogLine>,
     stderr: MemoryOutputPipe,
+    /// The call's deadline (set by [`call`](crate::plugin::call)).
+    pub clock: CallClock,
 }
 
 impl WasiView for State {
@@ -159,20 +269,22 @@ impl Sandbox {
         Ok(State {
             wasi: b.build(),
             table: ResourceTable::new(),
-            limiter: Limiter { memory_cap: self.memory_bytes, denied: None },
+            limiter: Limiter::new(self.memory_bytes),
             plugin: self.plugin.clone(),
             tokenizer: self.tokenizer,
             logs: Vec::new(),
             stderr,
+            clock: CallClock::start(Duration::ZERO),
         })
     }
 }
 
 impl State {
     /// Handles `host.log`: traced under the plugin's id; warnings and errors
-    /// are kept for the build report.
-    pub fn log(&mut self, level: tracing::Level, message: String) {
-        let message = crate::text::one_line(&message, 500);
+    /// are kept for the build report. The message is made one safe line of
+    /// at most 500 characters here, where it enters the host.
+    pub fn log(&mut self, level: tracing::Level, message: &str) {
+        let message = crate::text::one_line(message, 500);
         match level {
             tracing::Level::ERROR => tracing::error!(plugin = %self.plugin, "{message}"),
             tracing::Level::WARN => tracing::warn!(plugin = %self.plugin, "{message}"),
@@ -184,14 +296,34 @@ impl State {
         }
     }
 
+    /// The call's resource table (for `virtual_io.rs`).
+    pub(crate) fn table(&mut self) -> &mut ResourceTable {
+        &mut self.table
+    }
+
     /// The memory cap in bytes.
     pub fn limiter_cap(&self) -> usize {
         self.limiter.memory_cap
     }
 
-    /// Handles `host.count-tokens`.
-    pub fn count_tokens(&mut self, text: &str) -> u32 {
-        u32::try_from(crate::assembler::shared_counter(self.tokenizer).count(text)).unwrap_or(u32::MAX)
+    /// Handles `host.count-tokens`: at most [`COUNT_TOKENS_MAX_BYTES`]
+    /// (more traps, naming the limit), charged [`COUNT_TOKENS_COST_PER_KIB`]
+    /// against the deadline whatever the real time (a cost that does not
+    /// fit traps as a deadline overrun before any work is done).
+    pub fn count_tokens(&mut self, text: &str) -> wasmtime::Result<u32> {
+        if text.len() > COUNT_TOKENS_MAX_BYTES {
+            return Err(wasmtime::format_err!(
+                "count-tokens was given {} bytes, over its limit of {} bytes a call",
+                text.len(),
+                COUNT_TOKENS_MAX_BYTES
+            ));
+        }
+        let kib = u32::try_from(text.len().div_ceil(1024)).unwrap_or(u32::MAX);
+        let tokenizer = self.tokenizer;
+        let n = self
+            .clock
+            .charge(COUNT_TOKENS_COST_PER_KIB * kib, || crate::assembler::shared_counter(tokenizer).count(text))?;
+        Ok(u32::try_from(n).unwrap_or(u32::MAX))
     }
 
     /// What the plugin wrote to stderr, one line, at most 1,000 characters

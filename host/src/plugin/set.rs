@@ -21,10 +21,10 @@ use crate::plugin::wit::{v0_1, Bindings};
 use crate::plugin::{binary, builtin, cache};
 use crate::report::{Diagnostic, PluginReport};
 use crate::section::Section;
+use crate::sync::Lock;
 use crate::tokens::Tokenizer;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::Duration;
 
 /// Default memory cap per call.
@@ -110,7 +110,7 @@ pub struct PluginSet {
     agent_dir: PathBuf,
     /// Successful outcomes by [`call_key`]: a plugin is a pure function of
     /// what it can observe, so an identical call is not made twice.
-    memo: Mutex<HashMap<u128, Outcome>>,
+    memo: Lock<HashMap<u128, Outcome>>,
 }
 
 /// Most plugin outcomes kept; the memo is cleared when it is full.
@@ -187,7 +187,7 @@ impl PluginSet {
         let prepared: Vec<(LoadedPlugin, Result<Vec<u8>, String>)> =
             configs.iter().map(|c| prepare(c, agent_dir)).collect();
         if prepared.is_empty() {
-            return Ok(PluginSet { plugins, agent_dir: agent_dir.to_path_buf(), memo: Mutex::default() });
+            return Ok(PluginSet { plugins, agent_dir: agent_dir.to_path_buf(), memo: Lock::default() });
         }
         let _span = tracing::info_span!("load_plugins", count = prepared.len()).entered();
         // Compile in parallel: cold compiles are the slow part of a first run.
@@ -218,7 +218,7 @@ impl PluginSet {
             plugins.push(plugin);
         }
         plugins.sort_by(|a, b| a.id.cmp(&b.id));
-        Ok(PluginSet { plugins, agent_dir: agent_dir.to_path_buf(), memo: Mutex::default() })
+        Ok(PluginSet { plugins, agent_dir: agent_dir.to_path_buf(), memo: Lock::default() })
     }
 
     /// The plugins, sorted by id.
@@ -376,7 +376,7 @@ impl PluginSet {
 impl PluginSet {
     /// A memoised outcome (reported as taking no time: nothing ran).
     fn remembered(&self, key: u128) -> Option<Outcome> {
-        let memo = self.memo.lock().expect("plugin memo poisoned");
+        let memo = self.memo.lock();
         memo.get(&key).map(|o| Outcome { elapsed: Duration::ZERO, ..o.clone() })
     }
 
@@ -384,7 +384,7 @@ impl PluginSet {
     /// timeout depends on the machine, not on the input).
     fn remember(&self, key: Option<u128>, outcome: Outcome) -> Outcome {
         if let (Some(key), Ok(_)) = (key, &outcome.result) {
-            let mut memo = self.memo.lock().expect("plugin memo poisoned");
+            let mut memo = self.memo.lock();
             if memo.len() >= MEMO_LIMIT {
                 memo.clear();
             }
@@ -477,7 +477,7 @@ fn apply_files(
 ) -> Vec<BootstrapFile> {
     let mut out: Vec<BootstrapFile> = Vec::with_capacity(after.len());
     for f in after {
-        let text = f.content.map(|t| crate::text::normalize_newlines(&t).trim_end().to_string());
+        let text = f.content.map(|t| crate::text::clean_owned(t).trim_end().to_string());
         let old = before.iter().find(|b| b.name == f.name);
         if old.map(|o| &o.text) != Some(&text) {
             run.file_sources.insert(f.name.clone(), plugin.to_string());
@@ -543,7 +543,11 @@ fn read_plugin_file(agent_dir: &Path, path: &str) -> Result<Vec<u8>, String> {
     let shown = agent_dir.join(path).display().to_string();
     let dir = cap_std::fs::Dir::open_ambient_dir(agent_dir, cap_std::ambient_authority())
         .map_err(|e| format!("{}: cannot open the agent directory: {e}", agent_dir.display()))?;
-    let file = dir.open(path).map_err(|e| format!("{shown}: cannot read the plugin: {e}"))?;
+    // Opened without blocking, so a FIFO named as a plugin is refused by the
+    // regular-file check below instead of hanging `build` and `plugins`.
+    let file = dir
+        .open_with(path, &crate::workspace::nonblocking_read())
+        .map_err(|e| format!("{shown}: cannot read the plugin: {e}"))?;
     let meta = file.metadata().map_err(|e| format!("{shown}: {e}"))?;
     if !meta.is_file() {
         return Err(format!("{shown}: not a regular file"));

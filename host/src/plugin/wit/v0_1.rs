@@ -11,6 +11,8 @@ mod generated {
         path: "../wit/0.1.0",
         world: "plugin",
         exports: { default: async },
+        // Host functions may trap (a limit, the deadline) instead of answering.
+        imports: { default: trappable },
     });
 }
 pub use generated::{proem, Plugin, PluginPre};
@@ -20,7 +22,7 @@ use proem::plugin::types as t;
 impl t::Host for State {}
 
 impl proem::plugin::host::Host for State {
-    fn log(&mut self, level: proem::plugin::host::LogLevel, message: String) {
+    fn log(&mut self, level: proem::plugin::host::LogLevel, message: String) -> wasmtime::Result<()> {
         use proem::plugin::host::LogLevel as L;
         let level = match level {
             L::Debug => tracing::Level::DEBUG,
@@ -28,10 +30,11 @@ impl proem::plugin::host::Host for State {
             L::Warn => tracing::Level::WARN,
             L::Error => tracing::Level::ERROR,
         };
-        self.log(level, message);
+        self.log(level, &message);
+        Ok(())
     }
 
-    fn count_tokens(&mut self, text: String) -> u32 {
+    fn count_tokens(&mut self, text: String) -> wasmtime::Result<u32> {
         self.count_tokens(&text)
     }
 }
@@ -79,17 +82,14 @@ pub fn context(ctx: &BuildContext) -> t::BuildContext {
     }
 }
 
-/// Converts plugin-info.
+/// Converts plugin-info (its strings made safe to print, see [`PluginInfo::from_plugin`]).
 pub fn info(info: t::PluginInfo) -> PluginInfo {
-    PluginInfo {
-        id: info.id,
-        version: info.version,
-        sections: info.hooks.contains(t::Hooks::SECTIONS),
-        overlay: info.hooks.contains(t::Hooks::OVERLAY),
-        bootstrap: info.hooks.contains(t::Hooks::BOOTSTRAP),
-        capabilities: info.capabilities,
-        api_version: "0.1".into(),
-    }
+    let hooks = (
+        info.hooks.contains(t::Hooks::SECTIONS),
+        info.hooks.contains(t::Hooks::OVERLAY),
+        info.hooks.contains(t::Hooks::BOOTSTRAP),
+    );
+    PluginInfo::from_plugin(&info.id, &info.version, hooks, &info.capabilities, "0.1")
 }
 
 /// Converts returned sections (validated later).
