@@ -146,12 +146,15 @@ proptest! {
 
 #[test]
 fn count_tokens_in_a_plugin_is_capped_and_charged() {
-    // 7 MB of one letter: refused at once, naming the limit.
-    let agent = Agent::with_plugins(&fixture("big", "count_big", "bytes = 7340032"));
-    let built = within(Duration::from_secs(60), move || agent.build(&turn()));
-    assert_eq!(plugin_status(&built, "big"), "trapped", "{:?}", built.diagnostics);
-    let message = diagnostic(&built, "plugin_trap").unwrap();
-    assert!(message.contains("count-tokens") && message.contains("limit"), "{message}");
+    // 7 MB of one letter: never copied into the host (the transfer cap);
+    // 2 MiB: copied, then refused by count-tokens' own limit. Both at once.
+    for (bytes, words) in [(7_340_032, "more than its output caps allow"), (2 << 20, "count-tokens was given")] {
+        let agent = Agent::with_plugins(&fixture("big", "count_big", &format!("bytes = {bytes}")));
+        let built = within(Duration::from_secs(60), move || agent.build(&turn()));
+        assert_eq!(plugin_status(&built, "big"), "trapped", "{:?}", built.diagnostics);
+        let message = diagnostic(&built, "plugin_trap").unwrap();
+        assert!(message.contains(words), "{message}");
+    }
     // 1 MiB is charged about 41 ms, whatever it really takes: over a 20 ms
     // deadline before any counting starts.
     let agent = Agent::with_plugins(&with_deadline(&fixture("big", "count_big", "bytes = 1048576"), Some(20)));
@@ -193,6 +196,20 @@ fn a_plugin_result_does_not_depend_on_a_warm_tokenizer() {
     assert_eq!(cold_status, "ok", "a cold tokenizer is not charged to the plugin");
     assert_eq!(warm_status, "ok");
     assert_eq!(cold, warm);
+}
+
+/// What the host copies out of a plugin is capped before it is copied
+/// (wasmtime's hostcall fuel, set from the output caps): 20 sections of
+/// 1 MiB are refused as a transfer, not lifted and then found too large.
+#[test]
+fn a_result_larger_than_the_output_caps_is_never_copied() {
+    let agent = Agent::with_plugins(
+        &fixture("flood", "flood", "sections = 20").replace("[[plugins]]", "[[plugins]]\nmemory_mib = 64"),
+    );
+    let built = agent.build(&turn());
+    assert_eq!(plugin_status(&built, "flood"), "trapped", "{:?}", built.diagnostics);
+    let message = diagnostic(&built, "plugin_trap").unwrap();
+    assert!(message.contains("more than its output caps allow"), "{message}");
 }
 
 // 3. A plugin cannot see time pass --------------------------------------------

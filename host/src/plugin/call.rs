@@ -140,7 +140,27 @@ pub struct Outcome {
 pub struct CallLimits {
     /// CPU (epoch) deadline, also the base of the wall-clock timeout.
     pub deadline: Duration,
+    /// The most bytes the host copies out of the plugin in one transfer (a
+    /// hook's result, one host call's arguments): wasmtime's hostcall fuel.
+    /// Strings and lists are counted as they are lifted, so a result whose
+    /// strings all point at the same guest memory (lifted once per string)
+    /// traps instead of multiplying the host's memory.
+    pub max_transfer: usize,
 }
+
+impl CallLimits {
+    /// The limits of a plugin whose outputs are capped at `caps`: its
+    /// deadline, and a transfer cap of every item at its largest plus room
+    /// for one `count-tokens` text and the records around them.
+    pub fn for_plugin(deadline: Duration, caps: hooks::OutputCaps) -> CallLimits {
+        let outputs = caps.max_items.saturating_mul(caps.max_bytes);
+        let max_transfer = outputs.max(crate::plugin::sandbox::COUNT_TOKENS_MAX_BYTES) + TRANSFER_SLACK;
+        CallLimits { deadline, max_transfer }
+    }
+}
+
+/// Room in the transfer cap for ids, names, list headers and the like.
+const TRANSFER_SLACK: usize = 1024 * 1024;
 
 /// Runs one hook in a fresh store.
 pub async fn call(
@@ -162,6 +182,7 @@ pub async fn call(
     let host_time = state.clock.host_time();
     let mut store = Store::new(&engine.engine, state);
     store.limiter(|s| &mut s.limiter);
+    store.set_hostcall_fuel(limits.max_transfer);
     // Each tick past the epoch deadline asks the call's clock, whose deadline
     // host functions move (see `CallClock`): wasm time is the plugin's, host
     // time is not.
@@ -216,6 +237,10 @@ async fn dispatch(
     match bindings {
         Bindings::V0_1(pre) => {
             let plugin = pre.instantiate_async(&mut *store).await?;
+            // Instantiating is the host's work (it runs under the deadline,
+            // so a start function cannot spin): the hook gets its whole
+            // deadline from here.
+            store.data_mut().clock.restart();
             Ok(match request {
                 Request::Info => {
                     Ok(Response::Info(v0_1::info(plugin.proem_plugin_describe().call_info(&mut *store).await?)))
@@ -263,6 +288,10 @@ fn classify(e: &wasmtime::Error, store: &Store<State>, limits: CallLimits) -> Fa
         Some(Trap::StackOverflow) => Failure::Trap("stack overflow".into()),
         Some(Trap::UnreachableCodeReached) => Failure::Trap(with_stderr("the plugin panicked or aborted".into())),
         Some(other) => Failure::Trap(with_stderr(other.to_string())),
+        None if error_chain(e).contains("fuel allocated for hostcalls") => Failure::Trap(format!(
+            "passed the host more than {} bytes at once, more than its output caps allow; nothing was copied",
+            limits.max_transfer
+        )),
         None => Failure::Trap(with_stderr(error_chain(e))),
     }
 }

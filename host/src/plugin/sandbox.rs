@@ -163,6 +163,8 @@ pub const COUNT_TOKENS_COST_PER_KIB: Duration = Duration::from_micros(40);
 /// (a backstop for blocked calls) moves with it.
 #[derive(Debug, Clone)]
 pub struct CallClock {
+    budget: Duration,
+    started: Instant,
     deadline: Instant,
     host_time: Arc<AtomicU64>,
 }
@@ -170,7 +172,21 @@ pub struct CallClock {
 impl CallClock {
     /// A clock whose deadline is `budget` from now.
     pub fn start(budget: Duration) -> CallClock {
-        CallClock { deadline: Instant::now() + budget, host_time: Arc::default() }
+        let now = Instant::now();
+        CallClock { budget, started: now, deadline: now + budget, host_time: Arc::default() }
+    }
+
+    /// Gives the whole budget again from now, the time since the start
+    /// counted as the host's (used once instantiation is done).
+    pub fn restart(&mut self) {
+        let now = Instant::now();
+        self.add_host_time(now - self.started);
+        self.started = now;
+        self.deadline = now + self.budget;
+    }
+
+    fn add_host_time(&self, spent: Duration) {
+        self.host_time.fetch_add(u64::try_from(spent.as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
     }
 
     /// When the plugin's time runs out.
@@ -194,7 +210,7 @@ impl CallClock {
         let out = work();
         let spent = started.elapsed();
         self.deadline = self.deadline + spent - cost;
-        self.host_time.fetch_add(u64::try_from(spent.as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
+        self.add_host_time(spent);
         Ok(out)
     }
 }

@@ -99,7 +99,7 @@ impl LoadedPlugin {
             now,
             tokenizer,
         };
-        call::call(engine, bindings.clone(), sandbox, CallLimits { deadline }, request)
+        call::call(engine, bindings.clone(), sandbox, CallLimits::for_plugin(deadline, self.caps), request)
     }
 }
 
