@@ -62,10 +62,12 @@ fn per_turn_inputs_never_change_the_stable_part() {
 #[test]
 fn user_and_heartbeat_files_stay_below_the_boundary() {
     let agent = agent();
-    let before = agent.build(&turn());
+    // HEARTBEAT.md is read in heartbeat turns only.
+    let heartbeat = Turn { heartbeat: true, ..turn() };
+    let before = agent.build(&heartbeat);
     agent.file("USER.md", &"A rewritten user profile with lots of detail. ".repeat(400));
     agent.file("HEARTBEAT.md", "Check the oven.");
-    let after = agent.build(&turn());
+    let after = agent.build(&heartbeat);
     assert_eq!(after.stable, before.stable);
     assert!(after.dynamic.contains("Check the oven."));
     assert_ne!(after.dynamic, before.dynamic);

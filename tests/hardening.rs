@@ -557,7 +557,7 @@ fn plugin_text_passes_the_same_hygiene_as_files() {
 fn a_plugin_section_is_cut_before_any_file_or_skill() {
     let big = "word ".repeat(12_000);
     let agent = Agent::with_plugins(&fixture("bulky", "sections", &format!("text = \"{big}\", zone = \"dynamic\"")));
-    agent.file("MEMORY.md", "Memory notes.").file("USER.md", "User notes.").file("HEARTBEAT.md", "Beat.");
+    agent.file("MEMORY.md", "Memory notes.").file("USER.md", "User notes.");
     agent.skill("weather", "Looks up forecasts.");
     let free = agent.build(&Turn { budget: Some(200_000), ..turn() });
     assert!(free.prompt.contains(&big[..100]));
@@ -566,7 +566,7 @@ fn a_plugin_section_is_cut_before_any_file_or_skill() {
     let built = agent.build(&Turn { budget: Some(tokens_without_plugin + 500), ..turn() });
     assert!(!built.prompt.contains(&big[..100]), "the plugin section went first");
     assert!(built.diagnostics.iter().any(|d| d.code == "budget_section_dropped" && d.message.contains("plugin:bulky")));
-    for kept in ["Memory notes.", "User notes.", "Beat.", "<name>weather</name>", "Looks up forecasts."] {
+    for kept in ["Memory notes.", "User notes.", "<name>weather</name>", "Looks up forecasts."] {
         assert!(built.prompt.contains(kept), "{kept} was cut before the plugin section");
     }
 }

@@ -194,6 +194,7 @@ impl Assembler {
             h.str(&now.with_timezone(&tz).to_rfc3339());
         }
         h.opt(turn.mode.map(|m| m.as_str())).opt(turn.session_key.as_deref()).opt(turn.provider.as_deref());
+        h.num(u64::from(turn.heartbeat));
         h.opt(turn.model.as_deref()).opt(turn.channel.as_deref()).num(match turn.chat_kind {
             None => 0,
             Some(ChatKind::Direct) => 1,
@@ -232,8 +233,8 @@ impl Assembler {
             ));
         }
 
-        let mode = resolve_mode(turn.mode, turn.session_key.as_deref(), config.agent.mode);
-        let session = turn.session_key.as_deref().map(SessionKind::of_key).unwrap_or(SessionKind::Main);
+        let session = SessionKind::of_turn(turn.session_key.as_deref(), turn.heartbeat);
+        let mode = resolve_mode(turn.mode, session, config.agent.mode, config.sessions.subagent_mode);
         tracing::debug!(%mode, ?session, "mode resolved");
 
         // The bootstrap files and the skills are read side by side: both
@@ -329,6 +330,7 @@ impl Assembler {
 
         let inputs = CoreInputs {
             mode,
+            session,
             agent_name: config
                 .agent
                 .name

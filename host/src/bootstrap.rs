@@ -37,7 +37,7 @@ pub enum FileGroup {
     Persona,
     /// Everything else stable: the project_context section.
     Project,
-    /// USER.md and HEARTBEAT.md: below the boundary.
+    /// USER.md, HEARTBEAT.md and BOOTSTRAP.md: below the boundary.
     Dynamic,
 }
 
@@ -56,7 +56,9 @@ impl FileGroup {
 pub fn group_of(name: &str) -> FileGroup {
     match name {
         "SOUL.md" | "IDENTITY.md" => FileGroup::Persona,
-        "USER.md" | "HEARTBEAT.md" => FileGroup::Dynamic,
+        // BOOTSTRAP.md is deleted after onboarding: above the boundary it
+        // would cost every operator a cache miss that day.
+        "USER.md" | "HEARTBEAT.md" | "BOOTSTRAP.md" => FileGroup::Dynamic,
         _ => FileGroup::Project,
     }
 }
@@ -85,6 +87,10 @@ pub fn load(
     let mut files = Vec::new();
     for name in names {
         if session.uses_file_allowlist() && !allow.iter().any(|a| a == name) {
+            continue;
+        }
+        // HEARTBEAT.md is for heartbeat turns only (OpenClaw).
+        if name == "HEARTBEAT.md" && session != SessionKind::Heartbeat {
             continue;
         }
         let is_extra = !STANDARD_FILES.contains(&name);
@@ -158,15 +164,19 @@ pub fn inject(
     config: &Config,
     overrides: &BTreeMap<String, usize>,
 ) -> Vec<InjectedFile> {
-    let persona_shown = matches!(mode, Mode::Full | Mode::Task);
+    // A file is injected only when its group's section is in this mode, so
+    // the report never counts a file the prompt does not show.
+    let shown =
+        |group: FileGroup| crate::section::core_spec(group.section_id()).is_some_and(|s| s.modes.contains(mode));
     let mut order: Vec<(FileGroup, usize)> = files
         .iter()
         .enumerate()
-        .filter(|(_, f)| persona_shown || group_of(&f.name) != FileGroup::Persona)
+        .filter(|(_, f)| shown(group_of(&f.name)))
         .map(|(i, f)| (group_of(&f.name), i))
         .collect();
-    // Stable groups first; within a group, load order.
-    order.sort_by_key(|&(g, i)| (g == FileGroup::Dynamic, i));
+    // Stable groups first; within a group, load order, but the onboarding
+    // file first of the per-turn files (GoClaw's bootstrap-time order).
+    order.sort_by_key(|&(g, i)| (g == FileGroup::Dynamic, files[i].name != "BOOTSTRAP.md", i));
     let b = &config.budget;
     let mut remaining = b.total_file_chars;
     let mut out = Vec::with_capacity(order.len());

@@ -30,6 +30,8 @@ pub struct Config {
     pub sandbox: SandboxConfig,
     /// `[runtime]`
     pub runtime: RuntimeConfig,
+    /// `[sessions]`
+    pub sessions: SessionsConfig,
     /// `[[plugins]]`
     pub plugins: Vec<PluginConfig>,
 }
@@ -58,6 +60,27 @@ pub struct AgentConfig {
     pub kind: AgentKind,
     /// Default mode; `full` when unset.
     pub mode: Option<Mode>,
+}
+
+/// `[sessions]`: how sub-agent and heartbeat sessions are prompted.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct SessionsConfig {
+    /// The mode a sub-agent session (`…:subagent:…` key) is capped at
+    /// (default `task`; OpenClaw gives sub-agents `minimal`).
+    pub subagent_mode: Mode,
+    /// The extra prompt's heading in sub-agent sessions (default: by mode,
+    /// "Subagent Context" in minimal, else "Additional Context").
+    pub subagent_heading: Option<String>,
+    /// The exact reply a heartbeat turn gives when nothing needs attention
+    /// (default `HEARTBEAT_OK`).
+    pub heartbeat_ack: String,
+}
+
+impl Default for SessionsConfig {
+    fn default() -> Self {
+        SessionsConfig { subagent_mode: Mode::Task, subagent_heading: None, heartbeat_ack: "HEARTBEAT_OK".into() }
+    }
 }
 
 /// `[provider]`
@@ -235,6 +258,24 @@ impl Config {
             let line = locate_key(source, table, key);
             Err(ProemError::config(path, line, Some(format!("{table}.{key}")), message))
         };
+        let one_word =
+            |value: &str| !value.is_empty() && value.len() <= 64 && value.chars().all(|c| c.is_ascii_graphic());
+        if !one_word(&self.sessions.heartbeat_ack) {
+            return fail(
+                "sessions",
+                "heartbeat_ack",
+                format!("{:?} is not one word of 1-64 printable ASCII characters", self.sessions.heartbeat_ack),
+            );
+        }
+        if let Some(h) = &self.sessions.subagent_heading {
+            if h.trim().is_empty() || h.chars().count() > 80 || h.chars().any(|c| c.is_control()) {
+                return fail(
+                    "sessions",
+                    "subagent_heading",
+                    format!("{h:?} is not a one-line heading of 1-80 characters"),
+                );
+            }
+        }
         let b = &self.budget;
         for (key, ratio) in [("head_ratio", b.head_ratio), ("tail_ratio", b.tail_ratio)] {
             if !(0.0..=1.0).contains(&ratio) || ratio.is_nan() {

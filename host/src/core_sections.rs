@@ -6,7 +6,7 @@
 
 use crate::bootstrap::{self, BootstrapFile, FileGroup, InjectedFile};
 use crate::config::{AgentKind, Config};
-use crate::mode::Mode;
+use crate::mode::{Mode, SessionKind};
 use crate::report::FileReport;
 use crate::section::{core_key, core_section, ids, Section, SectionKey};
 use crate::skills::{self, Skill, SkillsForm};
@@ -20,6 +20,8 @@ use std::collections::{BTreeMap, BTreeSet};
 pub struct CoreInputs<'a> {
     /// The build's mode.
     pub mode: Mode,
+    /// The kind of session (heartbeat, sub-agent, …).
+    pub session: SessionKind,
     /// Agent id.
     pub agent_id: String,
     /// Display name.
@@ -123,12 +125,17 @@ pub fn render(inputs: &CoreInputs, knobs: &Knobs) -> CoreRender {
     let mut bodies: Vec<(&'static str, String)> = Vec::with_capacity(24);
 
     bodies.push((ids::IDENTITY, identity(inputs)));
-    if has_file(inputs, "BOOTSTRAP.md") {
+    // First run (GoClaw): the notice in every mode, BOOTSTRAP.md itself
+    // below the boundary (first of the per-turn files), no Tool Call Style.
+    let first_run = has_file(inputs, "BOOTSTRAP.md");
+    if first_run {
         bodies.push((ids::FIRST_RUN, FIRST_RUN.to_string()));
     }
     bodies.push((ids::PERSONA, file_group(inputs, &files, FileGroup::Persona)));
     bodies.push((ids::TOOLING, tooling(&inputs.tools)));
-    bodies.push((ids::TOOL_CALL_STYLE, TOOL_CALL_STYLE.to_string()));
+    if !first_run {
+        bodies.push((ids::TOOL_CALL_STYLE, TOOL_CALL_STYLE.to_string()));
+    }
     bodies.push((ids::EXECUTION_BIAS, EXECUTION_BIAS.to_string()));
     bodies.push((
         ids::SAFETY,
@@ -157,7 +164,11 @@ pub fn render(inputs: &CoreInputs, knobs: &Knobs) -> CoreRender {
         bodies.push((ids::GROUP_REPLY, GROUP_REPLY.to_string()));
     }
     if let Some(extra) = &inputs.extra {
-        let (body, cut) = extra_context(mode, inputs.chat_kind, extra, knobs.extra_chars);
+        let heading = match (&inputs.config.sessions.subagent_heading, inputs.session) {
+            (Some(h), SessionKind::Subagent) => h.as_str(),
+            _ => default_extra_heading(mode, inputs.chat_kind),
+        };
+        let (body, cut) = extra_context(heading, extra, knobs.extra_chars);
         if cut {
             truncated.insert(ids::EXTRA_CONTEXT.to_string());
         }
@@ -269,9 +280,19 @@ fn sandbox(inputs: &CoreInputs) -> String {
     out
 }
 
+/// The ack contract of a heartbeat turn (OpenClaw's Heartbeats section).
+fn heartbeats(ack: &str) -> String {
+    format!(
+        "### Heartbeats\nThis turn is a heartbeat: a scheduled check-in, not a message from a person. Read HEARTBEAT.md \
+         when it is below and act on what needs attention now. If nothing does, reply exactly {ack} and nothing else: \
+         the runtime treats that reply as \"all quiet\" and shows it to no one."
+    )
+}
+
 fn file_group(inputs: &CoreInputs, files: &[InjectedFile], group: FileGroup) -> String {
     let shown: Vec<&InjectedFile> = files.iter().filter(|f| f.group == group && !f.text.trim().is_empty()).collect();
-    if shown.is_empty() {
+    let heartbeat = group == FileGroup::Dynamic && inputs.session == SessionKind::Heartbeat;
+    if shown.is_empty() && !heartbeat {
         return String::new();
     }
     let intro = match (group, inputs.kind) {
@@ -281,6 +302,10 @@ fn file_group(inputs: &CoreInputs, files: &[InjectedFile], group: FileGroup) -> 
         (FileGroup::Dynamic, _) => "## Per-Turn Files\nThese files describe the current user or turn and can change between turns.",
     };
     let mut out = String::from(intro);
+    if group == FileGroup::Dynamic && inputs.session == SessionKind::Heartbeat {
+        out.push_str("\n\n");
+        out.push_str(&heartbeats(&inputs.config.sessions.heartbeat_ack));
+    }
     for f in shown {
         out.push_str("\n\n");
         out.push_str(&bootstrap::wrap(f, inputs.kind));
@@ -311,12 +336,16 @@ pub fn channel_hint(channel: &str) -> Option<&'static str> {
 
 const GROUP_REPLY: &str = "## Group Replies\nYou are one participant in a group chat. Reply when you are addressed or mentioned, or when you can add something clearly useful; otherwise stay silent. If a reply to one of your messages is really meant for someone else, let it pass.";
 
-fn extra_context(mode: Mode, chat: Option<ChatKind>, extra: &str, keep: Option<usize>) -> (String, bool) {
-    let heading = match (mode, chat) {
+/// The extra prompt's heading unless `[sessions] subagent_heading` names one.
+fn default_extra_heading(mode: Mode, chat: Option<ChatKind>) -> &'static str {
+    match (mode, chat) {
         (Mode::Minimal, _) => "Subagent Context",
         (_, Some(ChatKind::Group)) => "Group Chat Context",
         _ => "Additional Context",
-    };
+    }
+}
+
+fn extra_context(heading: &str, extra: &str, keep: Option<usize>) -> (String, bool) {
     let (text, cut) = match keep {
         Some(n) if n < crate::text::char_len(extra) => {
             (format!("{}\n[… shortened to fit the token budget]", crate::truncate::take_head(extra, n)), true)

@@ -66,6 +66,11 @@ struct TurnArgs {
     /// and `…:cron:…` at task and keep only the sub-agent file allowlist.
     #[arg(long, value_name = "KEY")]
     session_key: Option<String>,
+    /// This turn is a heartbeat (as a session key with a `heartbeat` segment
+    /// says too): HEARTBEAT.md and the heartbeat ack contract are included,
+    /// and the mode is capped at minimal.
+    #[arg(long)]
+    heartbeat: bool,
     /// Provider name (overrides [provider] name).
     #[arg(long, value_name = "P")]
     provider: Option<String>,
@@ -163,6 +168,7 @@ fn build(args: &TurnArgs) -> Result<proem_host::Built, ProemError> {
     let turn = Turn {
         mode: args.mode,
         session_key: args.session_key.clone(),
+        heartbeat: args.heartbeat,
         provider: args.provider.clone(),
         model: args.model.clone(),
         channel: args.channel.clone(),

@@ -129,21 +129,40 @@ impl SessionKind {
     }
 }
 
-/// Picks the mode for a turn: explicit override, then the session key's cap
+/// Picks the mode for a turn: explicit override, then the session's cap
 /// applied to the configured mode, then the configured mode, then `full`.
-pub fn resolve_mode(override_mode: Option<Mode>, session_key: Option<&str>, configured: Option<Mode>) -> Mode {
+/// Heartbeats are capped at `minimal`, cron jobs at `task`, sub-agents at
+/// `subagent_cap` (`[sessions] subagent_mode`, `task` by default).
+pub fn resolve_mode(
+    override_mode: Option<Mode>,
+    session: SessionKind,
+    configured: Option<Mode>,
+    subagent_cap: Mode,
+) -> Mode {
     if let Some(mode) = override_mode {
         return mode;
     }
     let base = configured.unwrap_or(Mode::Full);
-    let cap = match session_key.map(SessionKind::of_key) {
-        Some(SessionKind::Heartbeat) => Some(Mode::Minimal),
-        Some(SessionKind::Subagent | SessionKind::Cron) => Some(Mode::Task),
-        _ => None,
+    let cap = match session {
+        SessionKind::Heartbeat => Some(Mode::Minimal),
+        SessionKind::Cron => Some(Mode::Task),
+        SessionKind::Subagent => Some(subagent_cap),
+        SessionKind::Main => None,
     };
     match cap {
         Some(cap) => base.min(cap),
         None => base,
+    }
+}
+
+impl SessionKind {
+    /// The session of a turn: its key's kind, or a heartbeat when the turn
+    /// says so (`--heartbeat`) and the key names no other kind.
+    pub fn of_turn(session_key: Option<&str>, heartbeat: bool) -> SessionKind {
+        match session_key.map(SessionKind::of_key).unwrap_or(SessionKind::Main) {
+            SessionKind::Main if heartbeat => SessionKind::Heartbeat,
+            kind => kind,
+        }
     }
 }
 
@@ -153,21 +172,27 @@ mod tests {
 
     #[test]
     fn override_wins_over_everything() {
-        let m = resolve_mode(Some(Mode::Full), Some("agent:a:heartbeat"), Some(Mode::None));
+        let m = resolve_mode(Some(Mode::Full), SessionKind::of_key("agent:a:heartbeat"), Some(Mode::None), Mode::Task);
         assert_eq!(m, Mode::Full);
     }
 
     #[test]
     fn session_key_caps_the_configured_mode() {
-        assert_eq!(resolve_mode(None, Some("agent:a:heartbeat"), None), Mode::Minimal);
-        assert_eq!(resolve_mode(None, Some("agent:a:cron:daily"), None), Mode::Task);
-        assert_eq!(resolve_mode(None, Some("agent:a:subagent:x1"), None), Mode::Task);
+        assert_eq!(resolve_mode(None, SessionKind::of_key("agent:a:heartbeat"), None, Mode::Task), Mode::Minimal);
+        assert_eq!(resolve_mode(None, SessionKind::of_key("agent:a:cron:daily"), None, Mode::Task), Mode::Task);
+        assert_eq!(resolve_mode(None, SessionKind::of_key("agent:a:subagent:x1"), None, Mode::Task), Mode::Task);
         // The cap never raises a lower configured mode.
-        assert_eq!(resolve_mode(None, Some("agent:a:cron:daily"), Some(Mode::Minimal)), Mode::Minimal);
-        assert_eq!(resolve_mode(None, Some("agent:a:heartbeat"), Some(Mode::None)), Mode::None);
+        assert_eq!(
+            resolve_mode(None, SessionKind::of_key("agent:a:cron:daily"), Some(Mode::Minimal), Mode::Task),
+            Mode::Minimal
+        );
+        assert_eq!(
+            resolve_mode(None, SessionKind::of_key("agent:a:heartbeat"), Some(Mode::None), Mode::Task),
+            Mode::None
+        );
         // A plain key keeps the configured mode.
-        assert_eq!(resolve_mode(None, Some("agent:a:main"), Some(Mode::Task)), Mode::Task);
-        assert_eq!(resolve_mode(None, None, None), Mode::Full);
+        assert_eq!(resolve_mode(None, SessionKind::of_key("agent:a:main"), Some(Mode::Task), Mode::Task), Mode::Task);
+        assert_eq!(resolve_mode(None, SessionKind::Main, None, Mode::Task), Mode::Full);
     }
 
     #[test]

@@ -51,6 +51,10 @@ pub struct Turn {
     pub mode: Option<Mode>,
     /// Session key (`agent:<id>:cron:<job>` …), used to cap the mode.
     pub session_key: Option<String>,
+    /// Whether this turn is a heartbeat (as is any turn whose session key
+    /// has a `heartbeat` segment): HEARTBEAT.md and the ack contract are
+    /// in the prompt only then.
+    pub heartbeat: bool,
     /// Overrides `[provider] name`.
     pub provider: Option<String>,
     /// Overrides `[provider] model`.

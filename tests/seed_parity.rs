@@ -1,0 +1,128 @@
+//! Seed parity: one test per prompt behaviour of OpenClaw, GoClaw or
+//! ZeroClaw that proem reproduces, each naming its seed document and section
+//! (../shared/seeds/: 000 = GoClaw "23 sections" prompt builder, 001 =
+//! OpenClaw system-prompt.md, 002 = ZeroClaw system prompt construction,
+//! 003 = OpenClaw agent / md-files explanation, 004 = GoClaw agents doc) and,
+//! where the code differs from the docs, ../shared/reference/.
+
+mod common;
+
+use common::*;
+use proem_host::{Built, Mode, Turn, BOUNDARY_MARKER};
+
+fn ids(built: &Built) -> Vec<String> {
+    section_ids(built)
+}
+
+fn agent_with_everything() -> Agent {
+    let agent = Agent::new();
+    agent.with_standard_files().skill("weather", "Forecasts.");
+    agent.config("[agent]\nid = \"seedbot\"\n[tools]\nnative_calling = false\n");
+    agent
+}
+
+/// 000 (mode table, column "None") and reference/goclaw.md: GoClaw's `none`
+/// keeps identity, tooling, safety, workspace, runtime and the extra prompt,
+/// and no workspace file, persona, memory or time.
+#[test]
+fn none_mode_is_goclaws_none() {
+    let agent = agent_with_everything();
+    let built = agent.build(&Turn {
+        mode: Some(Mode::None),
+        extra: Some("Caller context.".into()),
+        tools: Some(tools(&["exec"])),
+        ..turn()
+    });
+    assert_eq!(
+        ids(&built),
+        ["identity", "tooling", "safety", "workspace", "extra_context", "runtime", "tool_protocol"],
+        "{}",
+        built.prompt
+    );
+    assert!(built.prompt.contains("<extra_context>\nCaller context.\n</extra_context>"));
+    for absent in ["<context_file", "## Persona", "## Memory", "## Date", "Per-Turn Files"] {
+        assert!(!built.prompt.contains(absent), "{absent} in none mode");
+    }
+    assert!(built.files.iter().all(|f| f.injected_chars == 0), "no file injected in none mode");
+}
+
+/// 001 "Prompt modes": OpenClaw renders sub-agents in `minimal` (no skills,
+/// no execution bias) and labels their extra prompt "Subagent Context";
+/// proem's default caps sub-agents at `task` with "Additional Context".
+/// Both come from `[sessions]`.
+#[test]
+fn subagent_mode_and_heading_are_configurable() {
+    let agent = agent_with_everything();
+    let sub =
+        Turn { session_key: Some("agent:seedbot:subagent:x1".into()), extra: Some("Do the thing.".into()), ..turn() };
+    let default = agent.build(&sub);
+    assert_eq!(default.mode, Mode::Task);
+    assert!(default.prompt.contains("## Additional Context"));
+    assert!(ids(&default).contains(&"skills".to_string()));
+
+    agent.config(
+        "[agent]\nid = \"seedbot\"\n[sessions]\nsubagent_mode = \"minimal\"\nsubagent_heading = \"Subagent Context\"\n",
+    );
+    let openclaw = agent.build(&sub);
+    assert_eq!(openclaw.mode, Mode::Minimal);
+    assert!(openclaw.prompt.contains("## Subagent Context"));
+    for absent in ["skills", "execution_bias"] {
+        assert!(!ids(&openclaw).contains(&absent.to_string()), "{absent} in a minimal sub-agent");
+    }
+    // The heading is for sub-agent sessions only.
+    let main = agent.build(&Turn { extra: Some("Do the thing.".into()), ..turn() });
+    assert!(main.prompt.contains("## Additional Context"));
+}
+
+/// 001 "Workspace bootstrap injection" (HEARTBEAT.md omitted on normal runs)
+/// and 003 (the Heartbeats section with its ack): HEARTBEAT.md only in
+/// heartbeat sessions, with the contract to reply exactly the ack token.
+#[test]
+fn heartbeat_md_and_the_ack_contract_only_in_heartbeat_sessions() {
+    let agent = agent_with_everything();
+    agent.file("HEARTBEAT.md", "Check the greenhouse sensors.");
+    let normal = agent.build(&turn());
+    assert!(!normal.prompt.contains("Check the greenhouse sensors.") && !normal.prompt.contains("HEARTBEAT_OK"));
+    for heartbeat in
+        [Turn { session_key: Some("agent:seedbot:heartbeat".into()), ..turn() }, Turn { heartbeat: true, ..turn() }]
+    {
+        let built = agent.build(&heartbeat);
+        assert_eq!(built.mode, Mode::Minimal);
+        let dynamic = &built.dynamic;
+        assert!(dynamic.contains("### Heartbeats") && dynamic.contains("reply exactly HEARTBEAT_OK"), "{dynamic}");
+        assert!(wrapped(dynamic, "context_file", "HEARTBEAT.md") == Some("Check the greenhouse sensors."));
+        assert!(!built.stable.contains("HEARTBEAT"), "the heartbeat contract is per-turn");
+    }
+    // The token is configurable; without HEARTBEAT.md the contract still stands.
+    agent.config("[agent]\nid = \"seedbot\"\n[sessions]\nheartbeat_ack = \"ALL_QUIET\"\n");
+    std::fs::remove_file(agent.path().join("HEARTBEAT.md")).unwrap();
+    let built = agent.build(&Turn { heartbeat: true, ..turn() });
+    assert!(built.dynamic.contains("reply exactly ALL_QUIET"), "{}", built.dynamic);
+    // A bad token is a config error naming the key.
+    agent.config("[sessions]\nheartbeat_ack = \"two words\"\n");
+    let err = proem_host::Assembler::open(agent.path(), None).err().unwrap().to_string();
+    assert!(err.contains("sessions.heartbeat_ack"), "{err}");
+}
+
+/// 000 §1.5 "First-Run Bootstrap" (in every mode), §2.3 "Tool Call Style
+/// (skip during bootstrap)" and "Below the boundary … (USER.md,
+/// BOOTSTRAP.md)": the notice in every mode, BOOTSTRAP.md below the cache
+/// boundary and first of the per-turn files, no Tool Call Style meanwhile.
+#[test]
+fn first_run_notice_everywhere_and_bootstrap_md_below_the_boundary() {
+    let agent = agent_with_everything();
+    let before = agent.build(&turn());
+    assert!(ids(&before).contains(&"tool_call_style".to_string()), "Tool Call Style outside onboarding");
+    agent.file("BOOTSTRAP.md", "Ask the user for their name first.");
+    for mode in Mode::ALL {
+        let built = agent.build(&Turn { mode: Some(mode), ..turn() });
+        assert_eq!(ids(&built)[1], "first_run", "the notice right after identity in mode {mode}");
+        assert!(!ids(&built).contains(&"tool_call_style".to_string()), "mode {mode}");
+    }
+    let built = agent.build(&turn());
+    let (stable, dynamic) = built.prompt.split_once(BOUNDARY_MARKER).unwrap();
+    assert!(!stable.contains("Ask the user for their name first."));
+    let bootstrap_at = dynamic.find("<context_file name=\"BOOTSTRAP.md\">").expect("below the boundary");
+    let user_at = dynamic.find("<context_file name=\"USER.md\">").unwrap();
+    assert!(bootstrap_at < user_at, "the onboarding file first");
+}
