@@ -10,7 +10,7 @@ fn everything() -> (Agent, Turn) {
     let agent = Agent::new();
     agent.with_standard_files().file("BOOTSTRAP.md", "Say hello first.").skill("weather", "Forecasts.");
     agent.config(
-        "[agent]\nid = \"testbot\"\n\n[sandbox]\nenabled = true\nworkdir = \"/workspace\"\n\n[tools]\nnative_calling = false\n",
+        "[agent]\nid = \"testbot\"\nkind = \"predefined\"\nself_evolution = true\n\n[sandbox]\nenabled = true\nworkdir = \"/workspace\"\n\n[tools]\nnative_calling = false\n",
     );
     let turn = Turn {
         channel: Some("telegram".into()),
@@ -29,6 +29,8 @@ const TABLE: &[(&str, &str, &str)] = &[
     ("identity", "stable", "ftmn"),
     ("first_run", "stable", "ftmn"),
     ("persona", "stable", "ft"),
+    ("identity_anchor", "stable", "ftm"),
+    ("self_evolution", "stable", "f"),
     ("tooling", "stable", "ftmn"),
     ("interaction_style", "stable", "ft"),
     ("tool_call_style", "stable", "f"),
@@ -42,6 +44,7 @@ const TABLE: &[(&str, &str, &str)] = &[
     ("memory_recall", "stable", "ftm"),
     ("time", "dynamic", "ftm"),
     ("channel_formatting", "dynamic", "f"),
+    ("channel_capabilities", "dynamic", "ft"),
     ("group_reply", "dynamic", "f"),
     ("extra_context", "dynamic", "ftmn"),
     ("dynamic_files", "dynamic", "ftm"),
@@ -105,7 +108,8 @@ fn persona_comes_early_and_the_reminder_late() {
     let p = agent.build(&base).prompt;
     let persona = p.find("## Persona").unwrap();
     assert!(persona < p.find("## Tooling").unwrap());
-    assert!(wrapped(&p, "context_file", "SOUL.md").unwrap().contains("Dry wit."));
+    // `everything` is a predefined agent: its files are operator configuration.
+    assert!(wrapped(&p, "internal_config", "SOUL.md").unwrap().contains("Dry wit."));
     let reminder = p.find("## Reminder").unwrap();
     assert!(reminder > p.find(BOUNDARY_MARKER).unwrap());
     assert!(reminder > p.find("## Runtime").unwrap());
@@ -163,7 +167,7 @@ fn time_is_below_the_boundary_with_date_and_zone_only() {
     });
     let time = built.dynamic.lines().skip_while(|l| *l != "## Date").nth(1).unwrap();
     // 23:30 UTC is already the next day in Tokyo.
-    assert_eq!(time, "Today is 2026-11-22 (Sunday). Time zone: Asia/Tokyo.");
+    assert_eq!(time, "Today is 2026-11-22 (Sunday). Time zone: Asia/Tokyo (JST).");
     assert!(!built.prompt.contains("23:30") && !built.prompt.contains("08:30"));
     assert!(!built.stable.contains("2026-11-2"));
 }

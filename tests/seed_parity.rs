@@ -126,3 +126,95 @@ fn first_run_notice_everywhere_and_bootstrap_md_below_the_boundary() {
     let user_at = dynamic.find("<context_file name=\"USER.md\">").unwrap();
     assert!(bootstrap_at < user_at, "the onboarding file first");
 }
+
+/// 003 "Silent Replies" and 004 (NO_REPLY in group chats): the exact token
+/// that means "say nothing", in group chats and where the runtime says
+/// replies are optional; configurable.
+#[test]
+fn silent_replies_token_in_groups_and_optional_turns() {
+    let agent = agent_with_everything();
+    let direct = agent.build(&turn());
+    assert!(!direct.prompt.contains("NO_REPLY"));
+    let group = agent.build(&Turn { chat_kind: Some(proem_host::ChatKind::Group), ..turn() });
+    assert!(group.dynamic.contains("## Group Replies") && group.dynamic.contains("reply exactly NO_REPLY"));
+    let optional = agent.build(&Turn { replies_optional: true, ..turn() });
+    assert!(optional.dynamic.contains("## Silent Replies\nWhen you decide to stay silent, reply exactly NO_REPLY"));
+    assert_eq!(optional.stable, direct.stable, "a per-turn contract");
+    agent.config("[sessions]\nsilent_token = \"SKIP\"\n");
+    let custom = agent.build(&Turn { replies_optional: true, ..turn() });
+    assert!(custom.dynamic.contains("reply exactly SKIP") && !custom.prompt.contains("NO_REPLY"));
+}
+
+/// 001 "Time handling" (12/24-hour format) and 002 (the zone's abbreviation
+/// in the date line): the zone abbreviation on the turn's date, and a clock
+/// line when `[sessions] clock` is set.
+#[test]
+fn time_carries_the_zone_abbreviation_and_the_clock_format() {
+    let agent = agent_with_everything();
+    let winter = agent.build(&Turn { timezone: Some("America/New_York".into()), ..turn() });
+    assert!(winter.dynamic.contains("Time zone: America/New_York (EST)."), "{}", winter.dynamic);
+    let summer = agent.build(&Turn {
+        timezone: Some("America/New_York".into()),
+        now: Some(proem_host::turn::parse_now("2026-07-01T12:00:00Z").unwrap()),
+        ..turn()
+    });
+    assert!(summer.dynamic.contains("(EDT)"));
+    assert_eq!(winter.stable, summer.stable);
+    let no_letters = agent.build(&Turn { timezone: Some("Asia/Dubai".into()), ..turn() });
+    assert!(no_letters.dynamic.contains("Time zone: Asia/Dubai."), "an offset-only zone keeps its name alone");
+    for (clock, words) in [("24h", "24-hour clock (14:30)"), ("12h", "12-hour clock (2:30 PM)")] {
+        agent.config(&format!("[sessions]\nclock = \"{clock}\"\n"));
+        assert!(agent.build(&turn()).dynamic.contains(words), "{clock}");
+    }
+}
+
+/// 000 ("identity anchoring" for predefined agents) and 004 (predefined
+/// agents): users cannot rewrite a predefined agent's identity or rules by
+/// asking. Open agents never get the guard; `[agent] identity_anchor` turns
+/// it off.
+#[test]
+fn predefined_agents_get_the_identity_guard() {
+    let agent = agent_with_everything();
+    assert!(!ids(&agent.build(&turn())).contains(&"identity_anchor".to_string()), "open agent");
+    agent.config("[agent]\nkind = \"predefined\"\n");
+    let built = agent.build(&turn());
+    let at = ids(&built).iter().position(|id| id == "identity_anchor").expect("guard present");
+    assert_eq!(ids(&built)[at - 1], "persona", "right after the persona");
+    assert!(built.stable.contains("## Identity Guard"));
+    agent.config("[agent]\nkind = \"predefined\"\nidentity_anchor = false\n");
+    assert!(!agent.build(&turn()).stable.contains("## Identity Guard"));
+}
+
+/// 000 and 004 ("self-evolution"): when enabled, the agent may update its
+/// SOUL.md within stated limits.
+#[test]
+fn self_evolution_when_enabled() {
+    let agent = agent_with_everything();
+    assert!(!agent.build(&turn()).prompt.contains("## Self-Evolution"));
+    agent.config("[agent]\nself_evolution = true\n");
+    let built = agent.build(&turn());
+    assert!(built.stable.contains("## Self-Evolution\nYou may refine SOUL.md"));
+    assert!(!agent.build(&Turn { mode: Some(Mode::Task), ..turn() }).prompt.contains("## Self-Evolution"));
+}
+
+/// 000 §9.5 (Zalo: plain text only) and 002 "Channel Capabilities": a
+/// formatting hint for every channel the seeds name, and what the channel
+/// does with replies (never echo credentials).
+#[test]
+fn channel_hints_and_capabilities() {
+    let agent = agent_with_everything();
+    for channel in ["zalo", "zalo_personal", "line", "feishu", "irc", "telegram", "slack", "discord", "whatsapp"] {
+        let built = agent.build(&Turn { channel: Some(channel.into()), ..turn() });
+        assert!(built.dynamic.contains("## Formatting\n"), "{channel}");
+        let caps = built.dynamic.split("## Channel Capabilities\n").nth(1).expect("capabilities");
+        assert!(
+            caps.starts_with(&format!("You are answering on {channel}"))
+                && caps.contains("Never ask for, repeat or echo credentials")
+        );
+    }
+    assert!(agent.build(&Turn { channel: Some("zalo".into()), ..turn() }).dynamic.contains("plain text only"));
+    agent.config("[runtime]\ncapabilities = [\"voice\", \"Images\"]\n");
+    let built = agent.build(&Turn { channel: Some("signal".into()), ..turn() });
+    assert!(built.dynamic.contains("Besides text, this channel can send: images, voice."));
+    assert!(!agent.build(&turn()).dynamic.contains("Channel Capabilities"), "no channel, no section");
+}

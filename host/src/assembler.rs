@@ -194,7 +194,7 @@ impl Assembler {
             h.str(&now.with_timezone(&tz).to_rfc3339());
         }
         h.opt(turn.mode.map(|m| m.as_str())).opt(turn.session_key.as_deref()).opt(turn.provider.as_deref());
-        h.num(u64::from(turn.heartbeat));
+        h.num(u64::from(turn.heartbeat)).num(u64::from(turn.replies_optional));
         h.opt(turn.model.as_deref()).opt(turn.channel.as_deref()).num(match turn.chat_kind {
             None => 0,
             Some(ChatKind::Direct) => 1,
@@ -331,6 +331,8 @@ impl Assembler {
         let inputs = CoreInputs {
             mode,
             session,
+            replies_optional: turn.replies_optional,
+            zone_abbreviation: zone_abbreviation(&now),
             agent_name: config
                 .agent
                 .name
@@ -605,4 +607,12 @@ pub fn hex(bytes: &[u8]) -> String {
         let _ = write!(s, "{b:02x}");
         s
     })
+}
+
+/// The zone's abbreviation on the turn's date ("CET", "PDT"), when the zone
+/// has a lettered one (some only have an offset such as "+03").
+fn zone_abbreviation(now: &chrono::DateTime<chrono_tz::Tz>) -> Option<String> {
+    use chrono_tz::OffsetName;
+    let abbreviation = now.offset().abbreviation()?;
+    abbreviation.chars().all(|c| c.is_ascii_alphabetic()).then(|| abbreviation.to_string())
 }

@@ -49,7 +49,7 @@ pub enum AgentKind {
 }
 
 /// `[agent]`
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct AgentConfig {
     /// Agent id; defaults to the agent directory's name.
@@ -60,6 +60,26 @@ pub struct AgentConfig {
     pub kind: AgentKind,
     /// Default mode; `full` when unset.
     pub mode: Option<Mode>,
+    /// Whether the agent may update its own SOUL.md within stated limits
+    /// (GoClaw's self-evolution; default false).
+    pub self_evolution: bool,
+    /// The identity guard for predefined agents: users cannot rewrite the
+    /// agent's identity or rules by asking (default true; open agents never
+    /// get it).
+    pub identity_anchor: bool,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        AgentConfig {
+            id: None,
+            name: None,
+            kind: AgentKind::Open,
+            mode: None,
+            self_evolution: false,
+            identity_anchor: true,
+        }
+    }
 }
 
 /// `[sessions]`: how sub-agent and heartbeat sessions are prompted.
@@ -75,11 +95,33 @@ pub struct SessionsConfig {
     /// The exact reply a heartbeat turn gives when nothing needs attention
     /// (default `HEARTBEAT_OK`).
     pub heartbeat_ack: String,
+    /// The exact reply that means "say nothing" in group chats and turns
+    /// where replies are optional (default `NO_REPLY`).
+    pub silent_token: String,
+    /// `24h` or `12h`: how to write times for the user; unset, no line.
+    pub clock: Option<Clock>,
+}
+
+/// How the agent writes times.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+pub enum Clock {
+    /// 14:30.
+    #[serde(rename = "24h")]
+    H24,
+    /// 2:30 PM.
+    #[serde(rename = "12h")]
+    H12,
 }
 
 impl Default for SessionsConfig {
     fn default() -> Self {
-        SessionsConfig { subagent_mode: Mode::Task, subagent_heading: None, heartbeat_ack: "HEARTBEAT_OK".into() }
+        SessionsConfig {
+            subagent_mode: Mode::Task,
+            subagent_heading: None,
+            heartbeat_ack: "HEARTBEAT_OK".into(),
+            silent_token: "NO_REPLY".into(),
+            clock: None,
+        }
     }
 }
 
@@ -260,12 +302,12 @@ impl Config {
         };
         let one_word =
             |value: &str| !value.is_empty() && value.len() <= 64 && value.chars().all(|c| c.is_ascii_graphic());
-        if !one_word(&self.sessions.heartbeat_ack) {
-            return fail(
-                "sessions",
-                "heartbeat_ack",
-                format!("{:?} is not one word of 1-64 printable ASCII characters", self.sessions.heartbeat_ack),
-            );
+        for (key, token) in
+            [("heartbeat_ack", &self.sessions.heartbeat_ack), ("silent_token", &self.sessions.silent_token)]
+        {
+            if !one_word(token) {
+                return fail("sessions", key, format!("{token:?} is not one word of 1-64 printable ASCII characters"));
+            }
         }
         if let Some(h) = &self.sessions.subagent_heading {
             if h.trim().is_empty() || h.chars().count() > 80 || h.chars().any(|c| c.is_control()) {

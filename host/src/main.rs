@@ -71,6 +71,10 @@ struct TurnArgs {
     /// and the mode is capped at minimal.
     #[arg(long)]
     heartbeat: bool,
+    /// The runtime lets the agent stay silent this turn (group chats always
+    /// do): the prompt says which exact reply means "say nothing".
+    #[arg(long)]
+    replies_optional: bool,
     /// Provider name (overrides [provider] name).
     #[arg(long, value_name = "P")]
     provider: Option<String>,
@@ -169,6 +173,7 @@ fn build(args: &TurnArgs) -> Result<proem_host::Built, ProemError> {
         mode: args.mode,
         session_key: args.session_key.clone(),
         heartbeat: args.heartbeat,
+        replies_optional: args.replies_optional,
         provider: args.provider.clone(),
         model: args.model.clone(),
         channel: args.channel.clone(),

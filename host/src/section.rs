@@ -219,6 +219,8 @@ pub mod ids {
     pub const IDENTITY: &str = "identity";
     pub const FIRST_RUN: &str = "first_run";
     pub const PERSONA: &str = "persona";
+    pub const IDENTITY_ANCHOR: &str = "identity_anchor";
+    pub const SELF_EVOLUTION: &str = "self_evolution";
     pub const TOOLING: &str = "tooling";
     pub const INTERACTION_STYLE: &str = "interaction_style";
     pub const TOOL_CALL_STYLE: &str = "tool_call_style";
@@ -232,6 +234,7 @@ pub mod ids {
     pub const MEMORY_RECALL: &str = "memory_recall";
     pub const TIME: &str = "time";
     pub const CHANNEL_FORMATTING: &str = "channel_formatting";
+    pub const CHANNEL_CAPABILITIES: &str = "channel_capabilities";
     pub const GROUP_REPLY: &str = "group_reply";
     pub const EXTRA_CONTEXT: &str = "extra_context";
     pub const DYNAMIC_FILES: &str = "dynamic_files";
@@ -252,10 +255,12 @@ const fn spec(id: &'static str, zone: Zone, modes: ModeSet, protected: bool) -> 
 
 /// The core sections in prompt order (DESIGN.md's table). Every stable row
 /// precedes every dynamic row, so slot order and zone order agree.
-pub const CORE_SECTIONS: [CoreSpec; 23] = [
+pub const CORE_SECTIONS: [CoreSpec; 26] = [
     spec(ids::IDENTITY, Zone::Stable, ALL, true),
     spec(ids::FIRST_RUN, Zone::Stable, ALL, false),
     spec(ids::PERSONA, Zone::Stable, FULL_TASK, false),
+    spec(ids::IDENTITY_ANCHOR, Zone::Stable, NOT_NONE, false),
+    spec(ids::SELF_EVOLUTION, Zone::Stable, FULL, false),
     spec(ids::TOOLING, Zone::Stable, ALL, true),
     spec(ids::INTERACTION_STYLE, Zone::Stable, FULL_TASK, false),
     spec(ids::TOOL_CALL_STYLE, Zone::Stable, FULL, false),
@@ -269,6 +274,7 @@ pub const CORE_SECTIONS: [CoreSpec; 23] = [
     spec(ids::MEMORY_RECALL, Zone::Stable, NOT_NONE, false),
     spec(ids::TIME, Zone::Dynamic, NOT_NONE, false),
     spec(ids::CHANNEL_FORMATTING, Zone::Dynamic, FULL, false),
+    spec(ids::CHANNEL_CAPABILITIES, Zone::Dynamic, FULL_TASK, false),
     spec(ids::GROUP_REPLY, Zone::Dynamic, FULL, false),
     spec(ids::EXTRA_CONTEXT, Zone::Dynamic, ALL, false),
     spec(ids::DYNAMIC_FILES, Zone::Dynamic, NOT_NONE, false),

@@ -55,6 +55,9 @@ pub struct Turn {
     /// has a `heartbeat` segment): HEARTBEAT.md and the ack contract are
     /// in the prompt only then.
     pub heartbeat: bool,
+    /// Whether the runtime lets the agent stay silent this turn (as group
+    /// chats always do): the silent-reply token contract is included.
+    pub replies_optional: bool,
     /// Overrides `[provider] name`.
     pub provider: Option<String>,
     /// Overrides `[provider] model`.
