@@ -66,8 +66,8 @@ fn json_output_has_every_key_of_the_contract() {
     keys_sorted.sort();
     assert_eq!(keys_sorted, expected);
     let tokens: Vec<&str> = v["tokens"].as_object().unwrap().keys().map(String::as_str).collect();
-    assert_eq!(tokens.len(), 4);
-    for k in ["total", "stable", "dynamic", "budget"] {
+    assert_eq!(tokens.len(), 5);
+    for k in ["total", "stable", "dynamic", "budget", "tool_schemas"] {
         assert!(tokens.contains(&k));
     }
     assert_eq!(v["tokens"]["budget"], 5000);

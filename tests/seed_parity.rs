@@ -218,3 +218,88 @@ fn channel_hints_and_capabilities() {
     assert!(built.dynamic.contains("Besides text, this channel can send: images, voice."));
     assert!(!agent.build(&turn()).dynamic.contains("Channel Capabilities"), "no channel, no section");
 }
+
+/// 001 "Workspace bootstrap injection" and 002 (a missing file is shown as
+/// a marker): `[bootstrap] missing_marker` shows each missing standard file
+/// as `[MISSING] Expected at: <path>`.
+#[test]
+fn missing_files_can_be_marked() {
+    let agent = Agent::new();
+    agent.file("AGENTS.md", "Rules.");
+    agent.config("[sandbox]\nenabled = true\nworkdir = \"/workspace\"\n");
+    assert!(!agent.build(&turn()).prompt.contains("[MISSING]"), "skipped by default (GoClaw)");
+    agent.config("[sandbox]\nenabled = true\nworkdir = \"/workspace\"\n[bootstrap]\nmissing_marker = true\n");
+    let built = agent.build(&turn());
+    for name in ["SOUL.md", "IDENTITY.md", "TOOLS.md", "MEMORY.md", "USER.md"] {
+        assert!(built.prompt.contains(&format!("[MISSING] Expected at: /workspace/{name}")), "{name}");
+        assert!(built.files.iter().find(|f| f.name == name).unwrap().missing);
+    }
+    assert!(!built.prompt.contains("Expected at: /workspace/BOOTSTRAP.md"), "first-run file is not expected");
+    assert!(built.stable.contains("/workspace/SOUL.md") && built.dynamic.contains("/workspace/USER.md"));
+}
+
+/// 000 (bootstrap files): GoClaw's USER_PREDEFINED.md, CAPABILITIES.md and
+/// MEMORY.json are read without `extra_files`, and cost nothing when absent.
+#[test]
+fn goclaw_files_are_recognised() {
+    let agent = agent_with_everything();
+    let without = agent.build(&turn());
+    assert!(without
+        .files
+        .iter()
+        .all(|f| !["USER_PREDEFINED.md", "CAPABILITIES.md", "MEMORY.json"].contains(&f.name.as_str())));
+    agent
+        .file("CAPABILITIES.md", "Can read PDFs.")
+        .file("MEMORY.json", "{\"likes\": \"tea\"}")
+        .file("USER_PREDEFINED.md", "Operator notes.");
+    let built = agent.build(&turn());
+    for (name, text) in [
+        ("USER_PREDEFINED.md", "Operator notes."),
+        ("CAPABILITIES.md", "Can read PDFs."),
+        ("MEMORY.json", "{\"likes\": \"tea\"}"),
+    ] {
+        assert_eq!(wrapped(&built.stable, "context_file", name), Some(text), "{name}");
+    }
+}
+
+/// 002 (memory in the main session only): `[bootstrap] memory_in_group_chats
+/// = false` keeps MEMORY.md out of group chats; by default it stays, so a
+/// group chat never changes the stable part.
+#[test]
+fn memory_can_be_kept_out_of_group_chats() {
+    let agent = agent_with_everything();
+    let group = Turn { chat_kind: Some(proem_host::ChatKind::Group), ..turn() };
+    assert!(agent.build(&group).prompt.contains("<context_file name=\"MEMORY.md\">"));
+    assert_eq!(agent.build(&group).stable, agent.build(&turn()).stable);
+    agent.config("[bootstrap]\nmemory_in_group_chats = false\n");
+    let built = agent.build(&group);
+    assert!(!built.prompt.contains("<context_file name=\"MEMORY.md\">"));
+    assert!(agent.build(&turn()).prompt.contains("<context_file name=\"MEMORY.md\">"), "direct chats keep it");
+}
+
+/// 000 ("budget defaults to 24K but scales with context window") and
+/// reference/goclaw.md: `[budget] context_window` scales the default budget.
+#[test]
+fn the_budget_scales_with_the_context_window() {
+    let agent = agent_with_everything();
+    for (window, budget) in [("200000", 24_000), ("128000", 15_360), ("1000000", 48_000), ("8000", 4_000)] {
+        agent.config(&format!("[budget]\ncontext_window = {window}\n"));
+        assert_eq!(agent.build(&turn()).tokens.budget, budget, "window {window}");
+    }
+    agent.config("[budget]\ncontext_window = 1000000\ntokens = 9000\n");
+    assert_eq!(agent.build(&turn()).tokens.budget, 9_000, "an explicit budget wins");
+}
+
+/// 001 (/context: tool schemas cost context though they are not in the
+/// prompt): the report counts the natively sent schemas.
+#[test]
+fn natively_sent_tool_schemas_are_counted() {
+    let agent = Agent::new();
+    let with_tools = Turn { tools: Some(tools(&["exec", "read", "write"])), ..turn() };
+    let native = agent.build(&with_tools);
+    assert!(native.tokens.tool_schemas > 10, "{:?}", native.tokens);
+    assert!(!native.prompt.contains("\"type\":\"function\""));
+    assert_eq!(agent.build(&turn()).tokens.tool_schemas, 0, "no tools");
+    agent.config("[tools]\nnative_calling = false\n");
+    assert_eq!(agent.build(&with_tools).tokens.tool_schemas, 0, "schemas in the prompt are counted there");
+}

@@ -255,7 +255,8 @@ impl Assembler {
             let plugin_memo = plugin_memo();
             let files = {
                 let _s = tracing::info_span!("load_files").entered();
-                bootstrap::load(&self.workspace, config, session, &mut diagnostics)
+                let group_chat = turn.chat_kind == Some(ChatKind::Group);
+                bootstrap::load(&self.workspace, config, session, group_chat, &mut diagnostics)
             };
             let mut tool_notes = Vec::new();
             let tools = match &turn.tools {
@@ -371,7 +372,7 @@ impl Assembler {
             model,
         };
 
-        let budget_tokens = turn.budget.unwrap_or(config.budget.tokens);
+        let budget_tokens = turn.budget.unwrap_or(config.budget.tokens());
         if budget_tokens == 0 {
             return Err(ProemError::input("--budget", "the token budget must be at least 1"));
         }
@@ -467,6 +468,11 @@ impl Assembler {
             stable: counter.count(&joined.stable),
             dynamic: counter.count(&joined.dynamic),
             budget: budget_tokens,
+            tool_schemas: if config.tools.native_calling {
+                counter.count(&native_tool_schemas(&inputs.tools))
+            } else {
+                0
+            },
         };
         save_counts(counter);
         Ok(Built {
@@ -615,4 +621,19 @@ fn zone_abbreviation(now: &chrono::DateTime<chrono_tz::Tz>) -> Option<String> {
     use chrono_tz::OffsetName;
     let abbreviation = now.offset().abbreviation()?;
     abbreviation.chars().all(|c| c.is_ascii_alphabetic()).then(|| abbreviation.to_string())
+}
+
+/// The tools as a runtime sends them natively (one function object each,
+/// compact JSON, as cleaned for the prompt), for counting their tokens.
+fn native_tool_schemas(tools: &[crate::tools::PromptTool]) -> String {
+    let mut out = String::new();
+    for t in tools {
+        let parameters = if t.schema.is_empty() { "{}" } else { t.schema.as_str() };
+        let name = serde_json::to_string(&t.name).unwrap_or_default();
+        let description = serde_json::to_string(&t.summary).unwrap_or_default();
+        out.push_str(&format!(
+            "{{\"type\":\"function\",\"function\":{{\"name\":{name},\"description\":{description},\"parameters\":{parameters}}}}}\n"
+        ));
+    }
+    out
 }

@@ -17,6 +17,14 @@ use std::collections::BTreeMap;
 pub const STANDARD_FILES: [&str; 8] =
     ["AGENTS.md", "SOUL.md", "IDENTITY.md", "USER.md", "TOOLS.md", "HEARTBEAT.md", "BOOTSTRAP.md", "MEMORY.md"];
 
+/// GoClaw's further workspace files, read after the standard ones when
+/// present (no row in the report when absent).
+pub const OPTIONAL_FILES: [&str; 3] = ["USER_PREDEFINED.md", "CAPABILITIES.md", "MEMORY.json"];
+
+/// The memory files, which `[bootstrap] memory_in_group_chats = false`
+/// keeps out of group chats.
+const MEMORY_FILES: [&str; 3] = ["MEMORY.md", "memory.md", "MEMORY.json"];
+
 /// Below this many characters left in the total file cap, no further file is injected.
 pub const MIN_REMAINING_CHARS: usize = 64;
 
@@ -67,7 +75,8 @@ pub fn group_of(name: &str) -> FileGroup {
 /// other file by name. [`load`] produces files in this order; hooks that
 /// rewrite the list are put back into it.
 pub fn load_order(name: &str) -> (usize, &str) {
-    (STANDARD_FILES.iter().position(|s| *s == name).unwrap_or(STANDARD_FILES.len()), name)
+    let known = STANDARD_FILES.iter().chain(OPTIONAL_FILES.iter());
+    (known.clone().position(|s| *s == name).unwrap_or(known.count()), name)
 }
 
 /// Loads the bootstrap files for a session: the standard list, then the
@@ -76,13 +85,20 @@ pub fn load(
     ws: &Workspace,
     config: &Config,
     session: SessionKind,
+    group_chat: bool,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Vec<BootstrapFile> {
-    let mut extras: Vec<&String> =
-        config.bootstrap.extra_files.iter().filter(|n| !STANDARD_FILES.contains(&n.as_str())).collect();
+    let mut extras: Vec<&String> = config
+        .bootstrap
+        .extra_files
+        .iter()
+        .filter(|n| !STANDARD_FILES.contains(&n.as_str()) && !OPTIONAL_FILES.contains(&n.as_str()))
+        .collect();
     extras.sort();
     extras.dedup();
-    let names = STANDARD_FILES.iter().copied().chain(extras.iter().map(|s| s.as_str()));
+    let names =
+        STANDARD_FILES.iter().copied().chain(OPTIONAL_FILES.iter().copied()).chain(extras.iter().map(|s| s.as_str()));
+    let no_memory = group_chat && !config.bootstrap.memory_in_group_chats;
     let allow = &config.bootstrap.subagent_allowlist;
     let mut files = Vec::new();
     for name in names {
@@ -93,7 +109,11 @@ pub fn load(
         if name == "HEARTBEAT.md" && session != SessionKind::Heartbeat {
             continue;
         }
-        let is_extra = !STANDARD_FILES.contains(&name);
+        if no_memory && MEMORY_FILES.contains(&name) {
+            continue;
+        }
+        let is_extra = !STANDARD_FILES.contains(&name) && !OPTIONAL_FILES.contains(&name);
+        let is_optional = OPTIONAL_FILES.contains(&name);
         let mut read = ws.read_text(name, config.bootstrap.max_file_bytes);
         let mut shown_name = name.to_string();
         if name == "MEMORY.md" && read == Err(Unavailable::Missing) {
@@ -122,6 +142,7 @@ pub fn load(
                 text.truncate(text.trim_end().len());
                 Some(text)
             }
+            Err(Unavailable::Missing) if is_optional => continue,
             Err(Unavailable::Missing) => {
                 if is_extra {
                     diagnostics.push(Diagnostic::warn(
@@ -163,6 +184,7 @@ pub fn inject(
     mode: Mode,
     config: &Config,
     overrides: &BTreeMap<String, usize>,
+    workspace_path: &str,
 ) -> Vec<InjectedFile> {
     // A file is injected only when its group's section is in this mode, so
     // the report never counts a file the prompt does not show.
@@ -206,10 +228,25 @@ pub fn inject(
             report.injected_chars = char_len(&cut.text);
             remaining = remaining.saturating_sub(report.injected_chars);
             text = cut.text;
+        } else if config.bootstrap.missing_marker && shows_missing_marker(&file.name) {
+            // OpenClaw's marker: the agent learns where the file belongs.
+            let at = format!("{}/{}", workspace_path.trim_end_matches('/'), file.name);
+            text = format!("[MISSING] Expected at: {}", neutralize_cow(&at));
+            if overrides.get(&file.name) == Some(&0) {
+                text.clear();
+            }
+            report.injected_chars = char_len(&text);
         }
         out.push(InjectedFile { name: file.name.clone(), group, text, report });
     }
     out
+}
+
+/// Whether a missing file gets the `[MISSING]` marker: the standard files
+/// an agent is expected to have (not BOOTSTRAP.md, present on first runs
+/// only, nor the heartbeat file, read in heartbeat turns only).
+fn shows_missing_marker(name: &str) -> bool {
+    STANDARD_FILES.contains(&name) && !matches!(name, "BOOTSTRAP.md" | "HEARTBEAT.md")
 }
 
 /// Wraps one file for the prompt: a heading and an XML-ish wrapper whose
@@ -244,7 +281,7 @@ mod tests {
         config.budget.per_file_chars = 1000;
         config.budget.total_file_chars = 1500;
         let files = vec![file("AGENTS.md", 900), file("USER.md", 900), file("MEMORY.md", 900)];
-        let out = inject(&files, Mode::Full, &config, &BTreeMap::new());
+        let out = inject(&files, Mode::Full, &config, &BTreeMap::new(), "/w");
         let names: Vec<&str> = out.iter().map(|f| f.name.as_str()).collect();
         assert_eq!(names, ["AGENTS.md", "MEMORY.md", "USER.md"]);
         assert_eq!(out[0].report.injected_chars, 900);
@@ -256,7 +293,7 @@ mod tests {
     #[test]
     fn persona_files_leave_in_minimal_mode() {
         let files = vec![file("SOUL.md", 10), file("AGENTS.md", 10)];
-        let out = inject(&files, Mode::Minimal, &Config::default(), &BTreeMap::new());
+        let out = inject(&files, Mode::Minimal, &Config::default(), &BTreeMap::new(), "/w");
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].name, "AGENTS.md");
     }

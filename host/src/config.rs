@@ -139,8 +139,13 @@ pub struct ProviderConfig {
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct BudgetConfig {
-    /// Whole-prompt token budget (default 24000).
-    pub tokens: usize,
+    /// Whole-prompt token budget; see [`BudgetConfig::tokens`] for the
+    /// default.
+    pub tokens: Option<usize>,
+    /// The model's context window in tokens. When set and `tokens` is not,
+    /// the budget scales with it (GoClaw): 12% of the window, at least
+    /// 4,000 and at most 48,000 (a 200,000-token window gives 24,000).
+    pub context_window: Option<usize>,
     /// Per-file character cap (default 20000).
     pub per_file_chars: usize,
     /// Cap on all injected file characters together (default 60000).
@@ -156,10 +161,26 @@ pub struct BudgetConfig {
     pub dynamic_reserve: usize,
 }
 
+/// The budget when neither `tokens` nor `context_window` is set.
+pub const DEFAULT_BUDGET_TOKENS: usize = 24_000;
+
+impl BudgetConfig {
+    /// The whole-prompt budget: `tokens` when set, else 12% of
+    /// `context_window` (clamped to 4,000..=48,000) when set, else 24,000.
+    pub fn tokens(&self) -> usize {
+        match (self.tokens, self.context_window) {
+            (Some(tokens), _) => tokens,
+            (None, Some(window)) => (window / 100 * 12).clamp(4_000, 48_000),
+            (None, None) => DEFAULT_BUDGET_TOKENS,
+        }
+    }
+}
+
 impl Default for BudgetConfig {
     fn default() -> Self {
         BudgetConfig {
-            tokens: 24_000,
+            tokens: None,
+            context_window: None,
             per_file_chars: 20_000,
             total_file_chars: 60_000,
             head_ratio: 0.7,
@@ -183,6 +204,14 @@ pub struct BootstrapConfig {
     /// Bytes read from one file at most (default 2 MiB); the rest is ignored
     /// with a diagnostic.
     pub max_file_bytes: usize,
+    /// Whether a missing standard file is shown as OpenClaw's one-line
+    /// `[MISSING] Expected at: <path>` marker (default false: skipped).
+    pub missing_marker: bool,
+    /// Whether MEMORY.md (memory.md, MEMORY.json) is read in group chats
+    /// (default true). ZeroClaw keeps memory to the main session; false
+    /// does that, and then group and direct chats have two stable parts
+    /// (each cached on its own).
+    pub memory_in_group_chats: bool,
 }
 
 impl Default for BootstrapConfig {
@@ -192,6 +221,8 @@ impl Default for BootstrapConfig {
             subagent_allowlist: vec!["AGENTS.md".into(), "TOOLS.md".into()],
             strip_front_matter: true,
             max_file_bytes: 2 * 1024 * 1024,
+            missing_marker: false,
+            memory_in_group_chats: true,
         }
     }
 }
@@ -338,7 +369,10 @@ impl Config {
                 "head_ratio and tail_ratio are both 0: nothing would be kept of a long file".into(),
             );
         }
-        if b.tokens == 0 {
+        if b.context_window == Some(0) {
+            return fail("budget", "context_window", "the context window must be at least 1 token".into());
+        }
+        if b.tokens == Some(0) {
             return fail("budget", "tokens", "the token budget must be at least 1".into());
         }
         if let Some(t) = &b.tokenizer {
@@ -548,7 +582,7 @@ mod tests {
     fn empty_config_is_all_defaults() {
         let c = parse("").unwrap();
         assert_eq!(c, Config::default());
-        assert_eq!(c.budget.tokens, 24_000);
+        assert_eq!(c.budget.tokens(), 24_000);
         assert_eq!(c.budget.per_file_chars, 20_000);
         assert_eq!(c.bootstrap.subagent_allowlist, ["AGENTS.md", "TOOLS.md"]);
     }

@@ -124,7 +124,7 @@ impl CoreRender {
 /// Renders every core section present in `inputs.mode`.
 pub fn render(inputs: &CoreInputs, knobs: &Knobs) -> CoreRender {
     let mode = inputs.mode;
-    let files = bootstrap::inject(&inputs.files, mode, inputs.config, &knobs.file_caps);
+    let files = bootstrap::inject(&inputs.files, mode, inputs.config, &knobs.file_caps, &inputs.workspace_path);
     let mut truncated = BTreeSet::new();
     let mut bodies: Vec<(&'static str, String)> = Vec::with_capacity(24);
 

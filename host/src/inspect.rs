@@ -19,6 +19,9 @@ pub fn table(built: &Built) -> String {
         t.dynamic,
         built.dynamic.chars().count()
     );
+    if t.tool_schemas > 0 {
+        let _ = writeln!(out, "tool schemas sent natively beside the prompt {} tokens", t.tool_schemas);
+    }
     let _ = writeln!(out, "stable hash {}", built.stable_hash);
 
     let mut sections: Vec<_> = built.sections.iter().collect();

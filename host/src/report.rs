@@ -54,6 +54,11 @@ pub struct TokenReport {
     pub dynamic: usize,
     /// The budget it was fitted to.
     pub budget: usize,
+    /// Tokens of the tool schemas sent to the model natively, beside the
+    /// prompt (`[tools] native_calling`, the default): they cost context
+    /// though they are not in the prompt. 0 when the schemas are in the
+    /// prompt (tool_protocol) or there are no tools.
+    pub tool_schemas: usize,
 }
 
 /// One section of the final prompt.
