@@ -10,7 +10,7 @@ fn everything() -> (Agent, Turn) {
     let agent = Agent::new();
     agent.with_standard_files().file("BOOTSTRAP.md", "Say hello first.").skill("weather", "Forecasts.");
     agent.config(
-        "[agent]\nid = \"testbot\"\nkind = \"predefined\"\nself_evolution = true\n\n[sandbox]\nenabled = true\nworkdir = \"/workspace\"\n\n[tools]\nnative_calling = false\n",
+        "[agent]\nid = \"testbot\"\nkind = \"predefined\"\nself_evolution = true\n\n[sandbox]\nenabled = true\nworkdir = \"/workspace\"\n\n[tools]\nnative_calling = false\nshell_deny_groups = [\"network\"]\n",
     );
     let turn = Turn {
         channel: Some("telegram".into()),
@@ -33,12 +33,14 @@ const TABLE: &[(&str, &str, &str)] = &[
     ("self_evolution", "stable", "f"),
     ("tooling", "stable", "ftmn"),
     ("interaction_style", "stable", "ft"),
+    ("shell", "stable", "f"),
+    ("long_running", "stable", "f"),
     ("tool_call_style", "stable", "f"),
     ("execution_bias", "stable", "ft"),
     ("safety", "stable", "ftmn"),
     ("skills", "stable", "ft"),
     ("workspace", "stable", "ftmn"),
-    ("sandbox", "stable", "f"),
+    ("sandbox", "stable", "ftm"),
     ("owners", "stable", "f"),
     ("project_context", "stable", "ftm"),
     ("memory_recall", "stable", "ftm"),

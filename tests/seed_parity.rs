@@ -303,3 +303,72 @@ fn natively_sent_tool_schemas_are_counted() {
     agent.config("[tools]\nnative_calling = false\n");
     assert_eq!(agent.build(&with_tools).tokens.tool_schemas, 0, "schemas in the prompt are counted there");
 }
+
+/// reference/goclaw.md §1.1 (alias tools such as Read, Write, Edit, Bash,
+/// edit_file are left out of the list, still callable): `[tools]
+/// hide_aliases`.
+#[test]
+fn alias_tools_can_be_left_out_of_the_list() {
+    let agent = Agent::new();
+    let turn = Turn { tools: Some(tools(&["read", "Read", "Bash", "edit_file", "exec"])), ..turn() };
+    let listed = |b: &Built| {
+        let tooling = b.stable.split("## Tooling\n").nth(1).unwrap().split("\n\n").next().unwrap();
+        tooling
+            .lines()
+            .filter_map(|l| l.strip_prefix("- "))
+            .map(|l| l.split(':').next().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(listed(&agent.build(&turn)), ["Bash", "edit_file", "exec", "Read", "read"]);
+    agent.config("[tools]\nhide_aliases = true\n");
+    let built = agent.build(&turn);
+    assert_eq!(listed(&built), ["exec", "read"]);
+    assert!(built.tokens.tool_schemas > 0, "the aliases are still sent natively");
+}
+
+/// 000 §2.5 (credentialed-CLI context when `exec` is listed) and the shell
+/// deny groups: one Shell section, only with a shell tool.
+#[test]
+fn credentialed_cli_and_shell_deny_groups() {
+    let agent = Agent::new();
+    agent.config("[tools]\ncredentialed_cli = \"gh and aws are logged in as the team account.\"\nshell_deny_groups = [\"package_install\", \"network\"]\n");
+    let without = agent.build(&Turn { tools: Some(tools(&["read"])), ..turn() });
+    assert!(!without.prompt.contains("## Shell"));
+    let built = agent.build(&Turn { tools: Some(tools(&["exec", "read"])), ..turn() });
+    let shell = built.stable.split("## Shell\n").nth(1).unwrap().split("\n\n").next().unwrap();
+    assert!(shell.starts_with("gh and aws are logged in as the team account."));
+    assert!(shell.contains("blocked here: network, package_install. Do not run them, and do not work around the block"));
+}
+
+/// 001 (background processes, cron, plans): long-running work guidance when
+/// a tool for it is listed.
+#[test]
+fn long_running_work_guidance_with_process_or_cron_tools() {
+    let agent = Agent::new();
+    assert!(!agent.build(&Turn { tools: Some(tools(&["read"])), ..turn() }).prompt.contains("## Long-Running Work"));
+    for tool in ["exec", "process", "cron"] {
+        let built = agent.build(&Turn { tools: Some(tools(&[tool])), ..turn() });
+        assert!(
+            built.stable.contains("## Long-Running Work\nStart work that takes more than a minute in the background"),
+            "{tool}"
+        );
+    }
+}
+
+/// 001 "Sandbox" (container workdir, host mount, access, elevated exec; kept
+/// in minimal) and reference/goclaw.md §6 (container path plus host path).
+#[test]
+fn sandbox_details_and_docker_note() {
+    let agent = Agent::new();
+    agent.config("[sandbox]\nenabled = true\nworkdir = \"/work\"\nhost_path = \"/home/ines/agent\"\naccess = \"ro\"\nelevated_exec = true\n");
+    let turn = Turn { tools: Some(tools(&["exec"])), ..turn() };
+    for mode in [Mode::Full, Mode::Task, Mode::Minimal] {
+        let built = agent.build(&Turn { mode: Some(mode), ..turn.clone() });
+        let sandbox = built.stable.split("## Sandbox\n").nth(1).unwrap_or_else(|| panic!("sandbox in {mode}"));
+        assert!(sandbox.contains("On the host, that folder is /home/ines/agent"));
+        assert!(sandbox.contains("Workspace access: read only"));
+        assert!(sandbox.contains("run elevated on the host after the user approves"));
+        assert!(built.stable.contains("Commands run inside a Docker container with the workspace at /work"));
+    }
+    assert!(!agent.build(&Turn { mode: Some(Mode::None), ..turn }).prompt.contains("## Sandbox"));
+}

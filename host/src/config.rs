@@ -237,11 +237,29 @@ pub struct ToolsConfig {
     /// The provider calls tools natively (default true). When false, the
     /// `tool_protocol` section teaches the `<tool_call>` text protocol.
     pub native_calling: bool,
+    /// Leave alias tools (Claude Code names such as `Read`, `Bash`; GoClaw's
+    /// legacy `edit_file`) out of the Tooling list; they stay callable
+    /// (default false; GoClaw: true).
+    pub hide_aliases: bool,
+    /// Free text about command-line tools that are already logged in
+    /// (GoClaw's credentialed CLI context), shown when an `exec`-like tool
+    /// is present.
+    pub credentialed_cli: Option<String>,
+    /// Groups of shell commands the runtime blocks (e.g. `network`,
+    /// `package_install`), named in the shell section so the agent does not
+    /// try them or work around the block.
+    pub shell_deny_groups: Vec<String>,
 }
 
 impl Default for ToolsConfig {
     fn default() -> Self {
-        ToolsConfig { file: None, native_calling: true }
+        ToolsConfig {
+            file: None,
+            native_calling: true,
+            hide_aliases: false,
+            credentialed_cli: None,
+            shell_deny_groups: Vec::new(),
+        }
     }
 }
 
@@ -255,11 +273,38 @@ pub struct SandboxConfig {
     pub workdir: String,
     /// Free text appended to the sandbox section.
     pub notes: Option<String>,
+    /// The host folder mounted at `workdir` (shown so the agent can map
+    /// paths users mention).
+    pub host_path: Option<String>,
+    /// The container's access to the workspace: `rw` (default), `ro`, `none`.
+    pub access: SandboxAccess,
+    /// Whether some commands may run elevated on the host (after approval).
+    pub elevated_exec: bool,
+}
+
+/// How the sandbox container sees the workspace.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum SandboxAccess {
+    /// Read and write.
+    #[default]
+    Rw,
+    /// Read only.
+    Ro,
+    /// Not mounted.
+    None,
 }
 
 impl Default for SandboxConfig {
     fn default() -> Self {
-        SandboxConfig { enabled: false, workdir: "/workspace".into(), notes: None }
+        SandboxConfig {
+            enabled: false,
+            workdir: "/workspace".into(),
+            notes: None,
+            host_path: None,
+            access: SandboxAccess::Rw,
+            elevated_exec: false,
+        }
     }
 }
 

@@ -142,7 +142,25 @@ pub fn render(inputs: &CoreInputs, knobs: &Knobs) -> CoreRender {
     if inputs.config.agent.self_evolution {
         bodies.push((ids::SELF_EVOLUTION, SELF_EVOLUTION.to_string()));
     }
-    bodies.push((ids::TOOLING, tooling(&inputs.tools)));
+    let listed: Vec<PromptTool> = if inputs.config.tools.hide_aliases {
+        inputs.tools.iter().filter(|t| !is_alias_tool(&t.name)).cloned().collect()
+    } else {
+        inputs.tools.clone()
+    };
+    let mut tooling_body = tooling(&listed);
+    if inputs.config.sandbox.enabled && !inputs.tools.is_empty() {
+        tooling_body.push_str(&format!(
+            "\nCommands run inside a Docker container with the workspace at {}; the host is not reachable from there.",
+            one_line(&inputs.config.sandbox.workdir, 200)
+        ));
+    }
+    bodies.push((ids::TOOLING, tooling_body));
+    if let Some(shell) = shell(inputs) {
+        bodies.push((ids::SHELL, shell));
+    }
+    if inputs.tools.iter().any(|t| is_long_running_tool(&t.name)) {
+        bodies.push((ids::LONG_RUNNING, LONG_RUNNING.to_string()));
+    }
     if !first_run {
         bodies.push((ids::TOOL_CALL_STYLE, TOOL_CALL_STYLE.to_string()));
     }
@@ -238,6 +256,66 @@ fn identity(inputs: &CoreInputs) -> String {
 
 const FIRST_RUN: &str = "## First Run\nBOOTSTRAP.md is present, so this is your first conversation in this workspace. Follow BOOTSTRAP.md to get to know your user and set yourself up. When you are done, empty BOOTSTRAP.md so this notice goes away.";
 
+/// Tools that only alias another (Claude Code's names, GoClaw's legacy
+/// ones): GoClaw leaves them out of the list, as noise that dilutes the
+/// persona; they stay callable.
+pub const ALIAS_TOOLS: [&str; 13] = [
+    "Read",
+    "Write",
+    "Edit",
+    "MultiEdit",
+    "Bash",
+    "Glob",
+    "Grep",
+    "LS",
+    "WebFetch",
+    "WebSearch",
+    "NotebookEdit",
+    "TodoWrite",
+    "edit_file",
+];
+
+fn is_alias_tool(name: &str) -> bool {
+    ALIAS_TOOLS.contains(&name)
+}
+
+/// A tool that runs shell commands.
+fn is_shell_tool(name: &str) -> bool {
+    matches!(name.to_ascii_lowercase().as_str(), "exec" | "bash" | "shell" | "run_command" | "process")
+}
+
+/// A tool for work that outlives a turn (background processes, schedules).
+fn is_long_running_tool(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    matches!(lower.as_str(), "exec" | "process" | "cron" | "bash") || lower.starts_with("cron_")
+}
+
+/// GoClaw's credentialed-CLI context and shell deny-group warnings, when a
+/// shell tool is present.
+fn shell(inputs: &CoreInputs) -> Option<String> {
+    if !inputs.tools.iter().any(|t| is_shell_tool(&t.name)) {
+        return None;
+    }
+    let tools = &inputs.config.tools;
+    let mut lines = Vec::new();
+    if let Some(text) = tools.credentialed_cli.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
+        lines.push(neutralize(text));
+    }
+    let mut groups: Vec<String> =
+        tools.shell_deny_groups.iter().map(|g| one_line(g, 40)).filter(|g| !g.is_empty()).collect();
+    groups.sort();
+    groups.dedup();
+    if !groups.is_empty() {
+        lines.push(format!(
+            "These groups of shell commands are blocked here: {}. Do not run them, and do not work around the block (another shell, a script, an encoded command); say what you would have run and why instead.",
+            groups.join(", ")
+        ));
+    }
+    (!lines.is_empty()).then(|| format!("## Shell\n{}", lines.join("\n")))
+}
+
+const LONG_RUNNING: &str = "## Long-Running Work\nStart work that takes more than a minute in the background and check on it later instead of waiting in one call. Put recurring work on a schedule (cron) rather than repeating it by hand. For a task of several steps, write a short plan first and keep it up to date as you go.";
+
 fn tooling(tools: &[PromptTool]) -> String {
     if tools.is_empty() {
         return "## Tooling\nNo tools are available this turn. Answer from what you know and the context below, and do not write tool calls.".into();
@@ -285,10 +363,30 @@ fn workspace(inputs: &CoreInputs) -> String {
 }
 
 fn sandbox(inputs: &CoreInputs) -> String {
+    let sb = &inputs.config.sandbox;
     let mut out = format!(
         "## Sandbox\nYour tools run in a sandboxed container whose working directory, {}, holds the agent workspace. Commands cannot reach the host system; if a task needs the host, ask the user.",
-        one_line(&inputs.config.sandbox.workdir, 200)
+        one_line(&sb.workdir, 200)
     );
+    if let Some(host) = &sb.host_path {
+        out.push_str(&format!(
+            "\nOn the host, that folder is {}: when a user names a path there, use the same path under {} in the container.",
+            one_line(host, 400),
+            one_line(&sb.workdir, 200)
+        ));
+    }
+    out.push_str(match sb.access {
+        crate::config::SandboxAccess::Rw => "\nWorkspace access: read and write.",
+        crate::config::SandboxAccess::Ro => {
+            "\nWorkspace access: read only; write results in your reply or to a scratch folder outside the workspace."
+        }
+        crate::config::SandboxAccess::None => {
+            "\nWorkspace access: none; the workspace is not mounted in the container."
+        }
+    });
+    if sb.elevated_exec {
+        out.push_str("\nSome commands can run elevated on the host after the user approves them; ask only when the container cannot do the job.");
+    }
     if let Some(notes) = &inputs.config.sandbox.notes {
         out.push('\n');
         out.push_str(&neutralize(notes.trim()));

@@ -223,6 +223,8 @@ pub mod ids {
     pub const SELF_EVOLUTION: &str = "self_evolution";
     pub const TOOLING: &str = "tooling";
     pub const INTERACTION_STYLE: &str = "interaction_style";
+    pub const SHELL: &str = "shell";
+    pub const LONG_RUNNING: &str = "long_running";
     pub const TOOL_CALL_STYLE: &str = "tool_call_style";
     pub const EXECUTION_BIAS: &str = "execution_bias";
     pub const SAFETY: &str = "safety";
@@ -255,7 +257,7 @@ const fn spec(id: &'static str, zone: Zone, modes: ModeSet, protected: bool) -> 
 
 /// The core sections in prompt order (DESIGN.md's table). Every stable row
 /// precedes every dynamic row, so slot order and zone order agree.
-pub const CORE_SECTIONS: [CoreSpec; 26] = [
+pub const CORE_SECTIONS: [CoreSpec; 28] = [
     spec(ids::IDENTITY, Zone::Stable, ALL, true),
     spec(ids::FIRST_RUN, Zone::Stable, ALL, false),
     spec(ids::PERSONA, Zone::Stable, FULL_TASK, false),
@@ -263,12 +265,14 @@ pub const CORE_SECTIONS: [CoreSpec; 26] = [
     spec(ids::SELF_EVOLUTION, Zone::Stable, FULL, false),
     spec(ids::TOOLING, Zone::Stable, ALL, true),
     spec(ids::INTERACTION_STYLE, Zone::Stable, FULL_TASK, false),
+    spec(ids::SHELL, Zone::Stable, FULL, false),
+    spec(ids::LONG_RUNNING, Zone::Stable, FULL, false),
     spec(ids::TOOL_CALL_STYLE, Zone::Stable, FULL, false),
     spec(ids::EXECUTION_BIAS, Zone::Stable, FULL_TASK, false),
     spec(ids::SAFETY, Zone::Stable, ALL, true),
     spec(ids::SKILLS, Zone::Stable, FULL_TASK, false),
     spec(ids::WORKSPACE, Zone::Stable, ALL, true),
-    spec(ids::SANDBOX, Zone::Stable, FULL, false),
+    spec(ids::SANDBOX, Zone::Stable, NOT_NONE, false),
     spec(ids::OWNERS, Zone::Stable, FULL, false),
     spec(ids::PROJECT_CONTEXT, Zone::Stable, NOT_NONE, false),
     spec(ids::MEMORY_RECALL, Zone::Stable, NOT_NONE, false),
