@@ -228,7 +228,8 @@ fn missing_files_can_be_marked() {
     agent.file("AGENTS.md", "Rules.");
     agent.config("[sandbox]\nenabled = true\nworkdir = \"/workspace\"\n");
     assert!(!agent.build(&turn()).prompt.contains("[MISSING]"), "skipped by default (GoClaw)");
-    agent.config("[sandbox]\nenabled = true\nworkdir = \"/workspace\"\n[bootstrap]\nmissing_marker = true\n");
+    agent
+        .config("[sandbox]\nenabled = true\nworkdir = \"/workspace\"\n[bootstrap]\nmissing_marker = \"expected_at\"\n");
     let built = agent.build(&turn());
     for name in ["SOUL.md", "IDENTITY.md", "TOOLS.md", "MEMORY.md", "USER.md"] {
         assert!(built.prompt.contains(&format!("[MISSING] Expected at: /workspace/{name}")), "{name}");
@@ -236,6 +237,12 @@ fn missing_files_can_be_marked() {
     }
     assert!(!built.prompt.contains("Expected at: /workspace/BOOTSTRAP.md"), "first-run file is not expected");
     assert!(built.stable.contains("/workspace/SOUL.md") && built.dynamic.contains("/workspace/USER.md"));
+    // ZeroClaw's form names every missing standard file, BOOTSTRAP.md included.
+    agent.config("[bootstrap]\nmissing_marker = \"file_not_found\"\n");
+    let built = agent.build(&turn());
+    for name in ["SOUL.md", "BOOTSTRAP.md", "MEMORY.md"] {
+        assert!(built.prompt.contains(&format!("[File not found: {name}]")), "{name}");
+    }
 }
 
 /// 000 (bootstrap files): GoClaw's USER_PREDEFINED.md, CAPABILITIES.md and
@@ -371,4 +378,96 @@ fn sandbox_details_and_docker_note() {
         assert!(built.stable.contains("Commands run inside a Docker container with the workspace at /work"));
     }
     assert!(!agent.build(&Turn { mode: Some(Mode::None), ..turn }).prompt.contains("## Sandbox"));
+}
+
+// Presets ----------------------------------------------------------------
+
+fn preset_agent(preset: &str, more: &str) -> Agent {
+    let agent = agent_with_everything();
+    agent.config(&format!("[agent]\nid = \"seedbot\"\npreset = \"{preset}\"\n{more}"));
+    agent
+}
+
+/// 001 (OpenClaw: 20,000 per file, 150,000 total, 70/20 head/tail; `none`
+/// is the identity line only; sub-agents get minimal with "Subagent
+/// Context"; `[MISSING] Expected at:`).
+#[test]
+fn the_openclaw_preset() {
+    let agent = preset_agent("openclaw", "");
+    let config = agent.assembler().config().clone();
+    assert_eq!((config.budget.per_file_chars, config.budget.total_file_chars), (20_000, 150_000));
+    assert_eq!((config.budget.head_ratio, config.budget.tail_ratio), (0.7, 0.2));
+    let none = agent.build(&Turn { mode: Some(Mode::None), extra: Some("x".into()), ..turn() });
+    assert_eq!(ids(&none), ["identity"]);
+    let sub = agent.build(&Turn {
+        session_key: Some("agent:seedbot:subagent:1".into()),
+        extra: Some("Task.".into()),
+        ..turn()
+    });
+    assert_eq!(sub.mode, Mode::Minimal);
+    assert!(sub.prompt.contains("## Subagent Context"));
+    std::fs::remove_file(agent.path().join("TOOLS.md")).unwrap();
+    assert!(agent.build(&turn()).prompt.contains("[MISSING] Expected at: "));
+}
+
+/// 000 and reference/goclaw.md (GoClaw: a 24k budget, `none` keeps
+/// identity, tooling, safety, workspace, runtime and extra; alias tools
+/// unlisted; missing files skipped).
+#[test]
+fn the_goclaw_preset() {
+    let agent = preset_agent("goclaw", "");
+    assert_eq!(agent.assembler().config().budget.tokens(), 24_000);
+    let none = agent.build(&Turn { mode: Some(Mode::None), ..turn() });
+    assert_eq!(ids(&none), ["identity", "tooling", "safety", "workspace", "runtime"]);
+    let built = agent.build(&Turn { tools: Some(tools(&["Bash", "exec"])), ..turn() });
+    assert!(!built.stable.contains("- Bash") && built.stable.contains("- exec"));
+}
+
+/// 002 and reference/zeroclaw.md (ZeroClaw: 20,000 per file, head only;
+/// never HEARTBEAT.md; MEMORY.md in the main session only; `[File not
+/// found: NAME]`).
+#[test]
+fn the_zeroclaw_preset() {
+    let agent = preset_agent("zeroclaw", "");
+    agent.file("HEARTBEAT.md", "Beat.").file("AGENTS.md", &format!("{}TAIL-END", "Rule one. ".repeat(3_000)));
+    let heartbeat = agent.build(&Turn { heartbeat: true, ..turn() });
+    assert!(!heartbeat.prompt.contains("Beat."), "never HEARTBEAT.md");
+    let built = agent.build(&turn());
+    let agents = wrapped(&built.prompt, "context_file", "AGENTS.md").unwrap();
+    assert!(agents.starts_with("Rule one.") && !agents.contains("TAIL-END"), "head only");
+    assert!(agents.chars().count() <= 20_000);
+    let group = agent.build(&Turn { chat_kind: Some(proem_host::ChatKind::Group), ..turn() });
+    assert!(!group.prompt.contains("<context_file name=\"MEMORY.md\">"));
+    std::fs::remove_file(agent.path().join("SOUL.md")).unwrap();
+    assert!(agent.build(&turn()).prompt.contains("[File not found: SOUL.md]"));
+}
+
+/// Every key a preset sets can still be set by the agent: the agent's
+/// proem.toml wins, key by key (tables merge, other values replace).
+#[test]
+fn the_agents_own_keys_win_over_its_preset() {
+    let agent =
+        preset_agent("zeroclaw", "[budget]\nhead_ratio = 0.5\ntail_ratio = 0.5\n[bootstrap]\nheartbeat_file = true\n");
+    let config = agent.assembler().config().clone();
+    assert_eq!((config.budget.head_ratio, config.budget.tail_ratio), (0.5, 0.5));
+    assert_eq!(config.budget.per_file_chars, 20_000, "the rest of the preset's table stays");
+    assert!(config.bootstrap.heartbeat_file && !config.bootstrap.memory_in_group_chats);
+    // An unknown preset is an error naming the line and key.
+    agent.config("[agent]\npreset = \"clawdbot\"\n");
+    let err = proem_host::Assembler::open(agent.path(), None).err().unwrap().to_string();
+    assert!(err.contains("proem.toml:2") && err.contains("agent.preset"), "{err}");
+}
+
+/// One example agent per preset under examples/: each builds and shows its
+/// system's structure.
+#[test]
+fn each_preset_has_an_example_agent_that_builds() {
+    let root = example_dir().parent().unwrap().to_path_buf();
+    for (dir, preset) in [("openclaw-style", "openclaw"), ("goclaw-style", "goclaw"), ("zeroclaw-style", "zeroclaw")] {
+        let path = root.join(dir);
+        let assembler = proem_host::Assembler::open(&path, None).unwrap_or_else(|e| panic!("{dir}: {e}"));
+        assert_eq!(assembler.config().agent.preset.map(|p| p.name()), Some(preset));
+        let built = assembler.build(&turn()).unwrap();
+        assert!(built.prompt.contains(proem_host::BOUNDARY_MARKER) && built.tokens.total <= built.tokens.budget);
+    }
 }

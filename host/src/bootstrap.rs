@@ -4,7 +4,7 @@
 //! Loading happens once per build (or per hook run, later); capping happens
 //! on every render, because the budget stage may shrink a file's cap.
 
-use crate::config::{AgentKind, Config};
+use crate::config::{AgentKind, Config, MissingMarker};
 use crate::mode::{Mode, SessionKind};
 use crate::report::{Diagnostic, FileReport, WORKSPACE_SOURCE};
 use crate::section::ids;
@@ -105,8 +105,8 @@ pub fn load(
         if session.uses_file_allowlist() && !allow.iter().any(|a| a == name) {
             continue;
         }
-        // HEARTBEAT.md is for heartbeat turns only (OpenClaw).
-        if name == "HEARTBEAT.md" && session != SessionKind::Heartbeat {
+        // HEARTBEAT.md is for heartbeat turns only (OpenClaw), or never.
+        if name == "HEARTBEAT.md" && (session != SessionKind::Heartbeat || !config.bootstrap.heartbeat_file) {
             continue;
         }
         if no_memory && MEMORY_FILES.contains(&name) {
@@ -228,10 +228,9 @@ pub fn inject(
             report.injected_chars = char_len(&cut.text);
             remaining = remaining.saturating_sub(report.injected_chars);
             text = cut.text;
-        } else if config.bootstrap.missing_marker && shows_missing_marker(&file.name) {
-            // OpenClaw's marker: the agent learns where the file belongs.
-            let at = format!("{}/{}", workspace_path.trim_end_matches('/'), file.name);
-            text = format!("[MISSING] Expected at: {}", neutralize_cow(&at));
+        } else if let Some(marker) = missing_marker(config.bootstrap.missing_marker, &file.name, workspace_path) {
+            // The agent learns the file is absent and where it belongs.
+            text = marker;
             if overrides.get(&file.name) == Some(&0) {
                 text.clear();
             }
@@ -242,11 +241,23 @@ pub fn inject(
     out
 }
 
-/// Whether a missing file gets the `[MISSING]` marker: the standard files
-/// an agent is expected to have (not BOOTSTRAP.md, present on first runs
-/// only, nor the heartbeat file, read in heartbeat turns only).
-fn shows_missing_marker(name: &str) -> bool {
-    STANDARD_FILES.contains(&name) && !matches!(name, "BOOTSTRAP.md" | "HEARTBEAT.md")
+/// The marker a missing file gets, if any: OpenClaw's `[MISSING] Expected
+/// at: <path>` for the standard files an agent is expected to have (not
+/// BOOTSTRAP.md, present on first runs only, nor HEARTBEAT.md); ZeroClaw's
+/// `[File not found: NAME]` for every missing standard file.
+fn missing_marker(style: MissingMarker, name: &str, workspace_path: &str) -> Option<String> {
+    if !STANDARD_FILES.contains(&name) {
+        return None;
+    }
+    match style {
+        MissingMarker::Off => None,
+        MissingMarker::ExpectedAt if matches!(name, "BOOTSTRAP.md" | "HEARTBEAT.md") => None,
+        MissingMarker::ExpectedAt => {
+            let at = format!("{}/{name}", workspace_path.trim_end_matches('/'));
+            Some(format!("[MISSING] Expected at: {}", neutralize_cow(&at)))
+        }
+        MissingMarker::FileNotFound => Some(format!("[File not found: {name}]")),
+    }
 }
 
 /// Wraps one file for the prompt: a heading and an XML-ish wrapper whose

@@ -67,6 +67,72 @@ pub struct AgentConfig {
     /// agent's identity or rules by asking (default true; open agents never
     /// get it).
     pub identity_anchor: bool,
+    /// What `none` mode keeps: `standard` (GoClaw's: identity, tooling,
+    /// safety, workspace, runtime, extra prompt) or `identity_only`
+    /// (OpenClaw's).
+    pub none_mode: NoneMode,
+    /// Defaults that reproduce another system's prompt structure; every
+    /// key a preset sets can still be set here (see [`Preset`]).
+    pub preset: Option<Preset>,
+}
+
+/// What `none` mode keeps.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum NoneMode {
+    /// GoClaw's `none`: identity, tooling, safety, workspace, runtime, the
+    /// extra prompt and the tool protocol.
+    #[default]
+    Standard,
+    /// OpenClaw's `none`: the identity line alone.
+    IdentityOnly,
+}
+
+/// A set of defaults that reproduces another system's prompt structure.
+/// Each is a TOML document (`host/src/presets/`) laid under the agent's
+/// proem.toml: what the agent sets wins, key by key.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Preset {
+    /// OpenClaw.
+    Openclaw,
+    /// GoClaw.
+    Goclaw,
+    /// ZeroClaw.
+    Zeroclaw,
+}
+
+impl Preset {
+    /// The preset's TOML text.
+    pub fn toml(self) -> &'static str {
+        match self {
+            Preset::Openclaw => include_str!("presets/openclaw.toml"),
+            Preset::Goclaw => include_str!("presets/goclaw.toml"),
+            Preset::Zeroclaw => include_str!("presets/zeroclaw.toml"),
+        }
+    }
+
+    /// Its name in proem.toml.
+    pub fn name(self) -> &'static str {
+        match self {
+            Preset::Openclaw => "openclaw",
+            Preset::Goclaw => "goclaw",
+            Preset::Zeroclaw => "zeroclaw",
+        }
+    }
+}
+
+/// How a missing standard file shows in the prompt.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum MissingMarker {
+    /// Skipped (GoClaw).
+    #[default]
+    Off,
+    /// `[MISSING] Expected at: <path>` for the expected files (OpenClaw).
+    ExpectedAt,
+    /// `[File not found: NAME]` for every missing file (ZeroClaw).
+    FileNotFound,
 }
 
 impl Default for AgentConfig {
@@ -78,6 +144,8 @@ impl Default for AgentConfig {
             mode: None,
             self_evolution: false,
             identity_anchor: true,
+            none_mode: NoneMode::Standard,
+            preset: None,
         }
     }
 }
@@ -204,9 +272,12 @@ pub struct BootstrapConfig {
     /// Bytes read from one file at most (default 2 MiB); the rest is ignored
     /// with a diagnostic.
     pub max_file_bytes: usize,
-    /// Whether a missing standard file is shown as OpenClaw's one-line
-    /// `[MISSING] Expected at: <path>` marker (default false: skipped).
-    pub missing_marker: bool,
+    /// How a missing standard file shows: `off` (skipped, the default),
+    /// `expected_at` (OpenClaw) or `file_not_found` (ZeroClaw).
+    pub missing_marker: MissingMarker,
+    /// Whether HEARTBEAT.md is read at all (in heartbeat turns; default
+    /// true; ZeroClaw never reads it).
+    pub heartbeat_file: bool,
     /// Whether MEMORY.md (memory.md, MEMORY.json) is read in group chats
     /// (default true). ZeroClaw keeps memory to the main session; false
     /// does that, and then group and direct chats have two stable parts
@@ -221,7 +292,8 @@ impl Default for BootstrapConfig {
             subagent_allowlist: vec!["AGENTS.md".into(), "TOOLS.md".into()],
             strip_front_matter: true,
             max_file_bytes: 2 * 1024 * 1024,
-            missing_marker: false,
+            missing_marker: MissingMarker::Off,
+            heartbeat_file: true,
             memory_in_group_chats: true,
         }
     }
@@ -348,6 +420,29 @@ pub struct PluginConfig {
 /// The largest config file proem reads.
 pub const MAX_CONFIG_BYTES: u64 = 4 * 1024 * 1024;
 
+/// The preset's table with the agent's text laid over it, key by key.
+fn with_preset(preset: Preset, source: &str, path: &Path) -> Result<Config, ProemError> {
+    let broken = |e: &dyn std::fmt::Display| {
+        ProemError::config(path, None, Some("agent.preset".into()), format!("preset {}: {e}", preset.name()))
+    };
+    let mut merged: toml::Table = toml::from_str(preset.toml()).map_err(|e| broken(&e))?;
+    let own: toml::Table = toml::from_str(source).map_err(|e| broken(&e))?;
+    lay_over(&mut merged, own);
+    toml::Value::Table(merged).try_into().map_err(|e| broken(&e))
+}
+
+/// Lays `top` over `base`: tables merge key by key, anything else replaces.
+fn lay_over(base: &mut toml::Table, top: toml::Table) {
+    for (key, value) in top {
+        match (base.get_mut(&key), value) {
+            (Some(toml::Value::Table(below)), toml::Value::Table(above)) => lay_over(below, above),
+            (_, value) => {
+                base.insert(key, value);
+            }
+        }
+    }
+}
+
 impl Config {
     /// Reads and validates a config file.
     pub fn load(path: &Path) -> Result<Config, ProemError> {
@@ -360,6 +455,7 @@ impl Config {
 
     /// Parses and validates config text; `path` only labels errors.
     pub fn parse(source: &str, path: &Path) -> Result<Config, ProemError> {
+        // The agent's own text first: its errors carry its lines and keys.
         let config: Config = toml::from_str(source).map_err(|e| {
             let (line, key) = match e.span() {
                 Some(span) => locate_span(source, span.start),
@@ -367,6 +463,10 @@ impl Config {
             };
             ProemError::config(path, line, key, e.message().trim().to_string())
         })?;
+        let config = match config.agent.preset {
+            None => config,
+            Some(preset) => with_preset(preset, source, path)?,
+        };
         config.validate(source, path)?;
         Ok(config)
     }

@@ -228,8 +228,11 @@ pub fn render(inputs: &CoreInputs, knobs: &Knobs) -> CoreRender {
             truncated.insert(f.group.section_id().to_string());
         }
     }
+    // OpenClaw's `none` keeps the identity line alone.
+    let identity_only = mode == Mode::None && inputs.config.agent.none_mode == crate::config::NoneMode::IdentityOnly;
     let sections = bodies
         .into_iter()
+        .filter(|(id, _)| !identity_only || *id == ids::IDENTITY)
         .filter(|(id, _)| !knobs.dropped.contains(&core_key(id)))
         .filter_map(|(id, body)| core_section(id, body))
         .filter(|s| s.modes.contains(mode))
