@@ -10,7 +10,7 @@ fn everything() -> (Agent, Turn) {
     let agent = Agent::new();
     agent.with_standard_files().file("BOOTSTRAP.md", "Say hello first.").skill("weather", "Forecasts.");
     agent.config(
-        "[agent]\nid = \"testbot\"\nkind = \"predefined\"\nself_evolution = true\n\n[sandbox]\nenabled = true\nworkdir = \"/workspace\"\n\n[tools]\nnative_calling = false\nshell_deny_groups = [\"network\"]\n",
+        "[agent]\nid = \"testbot\"\nkind = \"predefined\"\nself_evolution = true\n\n[sandbox]\nenabled = true\nworkdir = \"/workspace\"\n\n[tools]\nnative_calling = false\nshell_deny_groups = [\"network\"]\n\n[runtime]\nreasoning_tags = true\n",
     );
     let turn = Turn {
         channel: Some("telegram".into()),
@@ -18,7 +18,7 @@ fn everything() -> (Agent, Turn) {
         group_title: Some("Lab".into()),
         extra: Some("Be brief today.".into()),
         owners: vec!["owner-1".into()],
-        tools: Some(tools(&["exec", "sessions_spawn", "memory_search", "read"])),
+        tools: Some(tools(&["exec", "sessions_spawn", "memory_search", "read", "mcp__github__create_issue"])),
         ..turn()
     };
     (agent, turn)
@@ -39,9 +39,12 @@ const TABLE: &[(&str, &str, &str)] = &[
     ("execution_bias", "stable", "ft"),
     ("safety", "stable", "ftmn"),
     ("skills", "stable", "ft"),
+    ("mcp_tools", "stable", "ftn"),
     ("workspace", "stable", "ftmn"),
+    ("team", "stable", "ftm"),
     ("sandbox", "stable", "ftm"),
     ("owners", "stable", "f"),
+    ("output_format", "stable", "ft"),
     ("project_context", "stable", "ftm"),
     ("memory_recall", "stable", "ftm"),
     ("time", "dynamic", "ftm"),
@@ -71,12 +74,12 @@ fn presence_zone_and_order_follow_the_design_table_in_every_mode() {
     for mode in Mode::ALL {
         let built = agent.build(&Turn { mode: Some(mode), ..base.clone() });
         // interaction_style is empty unless an overlay fills it; tool_call_style
-        // is skipped while BOOTSTRAP.md is present (GoClaw; seed_parity.rs
-        // checks it without).
+        // is skipped while BOOTSTRAP.md is present, and team context replaces
+        // the subagents section (GoClaw; seed_parity.rs checks both).
         let expected: Vec<&str> = TABLE
             .iter()
             .filter(|(id, _, modes)| {
-                modes.contains(letter(mode)) && *id != "interaction_style" && *id != "tool_call_style"
+                modes.contains(letter(mode)) && !["interaction_style", "tool_call_style", "team"].contains(id)
             })
             .map(|(id, _, _)| *id)
             .collect();

@@ -471,3 +471,87 @@ fn each_preset_has_an_example_agent_that_builds() {
         assert!(built.prompt.contains(proem_host::BOUNDARY_MARKER) && built.tokens.total <= built.tokens.budget);
     }
 }
+
+/// 000 §4.5 "MCP Tools (prefer over core tools)" and "Additional MCP Tools
+/// (use mcp_tool_search to discover)": MCP tools (a `server` in the tools
+/// JSON or an `mcp__<server>__<tool>` name) leave the Tooling list for their
+/// own section, inline in full mode when few, a search hint otherwise.
+#[test]
+fn mcp_tools_inline_or_as_a_search_hint() {
+    let agent = Agent::new();
+    let mut list = tools(&["read", "mcp__github__create_issue", "mcp__github__list_prs", "mcp_tool_search"]);
+    list.push(proem_host::Tool { server: Some("linear".into()), ..tool("create_ticket") });
+    let built = agent.build(&Turn { tools: Some(list.clone()), ..turn() });
+    let tooling = built.stable.split("## Tooling\n").nth(1).unwrap().split("\n\n").next().unwrap();
+    assert!(!tooling.contains("mcp__github") && !tooling.contains("create_ticket") && tooling.contains("- read"));
+    let mcp = built.stable.split("## MCP Tools\n").nth(1).unwrap().split("\n\n").next().unwrap();
+    assert!(mcp.contains("- mcp__github__create_issue (github)") && mcp.contains("- create_ticket (linear)"), "{mcp}");
+    // Task mode, or more tools than [tools] mcp_inline_max: how to find them.
+    let task = agent.build(&Turn { mode: Some(Mode::Task), tools: Some(list.clone()), ..turn() });
+    assert!(task.stable.contains("3 more tools come from MCP servers (github, linear). Use `mcp_tool_search` to find"));
+    agent.config("[tools]\nmcp_inline_max = 2\n");
+    assert!(agent.build(&Turn { tools: Some(list), ..turn() }).stable.contains("3 more tools come from MCP servers"));
+}
+
+/// 000 §6.3-6.45 ("Team Shared Workspace", "Team Members", "Delegation
+/// Targets") and §13 (no Sub-Agent Spawning with team context): `[team]`.
+#[test]
+fn team_roster_workspace_and_delegation() {
+    let agent = Agent::new();
+    let spawn = Turn { tools: Some(tools(&["sessions_spawn"])), ..turn() };
+    assert!(agent.build(&spawn).dynamic.contains("## Sub-Agents"));
+    agent.config("[team]\nworkspace = \"team\"\ndelegates = [\"writer\", \"researcher\"]\nmembers = [{ name = \"Ana\", role = \"design lead\" }, { name = \"Bo\", role = \"ops\" }]\n");
+    agent.file("team/TEAM.md", "We ship on Fridays.");
+    let built = agent.build(&spawn);
+    let team = built.stable.split("## Team\n").nth(1).unwrap();
+    assert!(team.contains("- Ana: design lead\n- Bo: ops"));
+    assert!(team.contains("The team shares the folder team/"));
+    assert!(team.contains("### Delegation Targets\nHand work that fits them to these agents instead of doing it all yourself: researcher, writer."));
+    assert_eq!(wrapped(&built.stable, "context_file", "team/TEAM.md"), Some("We ship on Fridays."));
+    assert!(!built.dynamic.contains("## Sub-Agents"), "no spawn section with team context");
+    agent.config("[team]\nworkspace = \"../elsewhere\"\n");
+    assert!(proem_host::Assembler::open(agent.path(), None).err().unwrap().to_string().contains("team.workspace"));
+}
+
+/// 001 "Runtime" (thinking level, repo root in the runtime line) and 003
+/// (Reasoning Format, Reply Tags, Messaging sections when enabled).
+#[test]
+fn runtime_thinking_repo_and_output_sections() {
+    let agent = Agent::new();
+    agent.config("[runtime]\nrepo_root = \"/src/app\"\nthinking = \"low\"\nreasoning_tags = true\nreply_tags = true\nmessaging = true\n");
+    let built = agent.build(&turn());
+    let runtime = built.dynamic.lines().find(|l| l.starts_with("Runtime: ")).unwrap();
+    assert!(runtime.contains("repo=/src/app") && runtime.contains("thinking=low"), "{runtime}");
+    let per_turn = agent.build(&Turn { thinking: Some("High".into()), ..turn() });
+    assert!(per_turn.dynamic.contains("thinking=high") && per_turn.stable == built.stable);
+    for heading in [
+        "## Output Format",
+        "### Reasoning Format",
+        "<think>",
+        "### Reply Tags",
+        "[[reply_to_current]]",
+        "### Messaging",
+    ] {
+        assert!(built.stable.contains(heading), "{heading}");
+    }
+    assert!(!Agent::new().build(&turn()).prompt.contains("## Output Format"), "off by default");
+}
+
+/// 001 "Workspace bootstrap injection" (a truncation warning: off / once /
+/// always): a file cut to nothing never vanishes silently.
+#[test]
+fn truncation_notice_off_once_always() {
+    let agent = Agent::new();
+    agent.file("AGENTS.md", &"Rule. ".repeat(2_000)).file("TOOLS.md", &"Tool note. ".repeat(2_000));
+    let caps = "[budget]\nper_file_chars = 20000\ntotal_file_chars = 12000\n";
+    agent.config(caps);
+    let once = agent.build(&turn());
+    let raw = once.files.iter().find(|f| f.name == "TOOLS.md").unwrap().raw_chars;
+    assert!(once.stable.contains(&format!("### TOOLS.md\n[left out to fit the prompt: {raw} characters")));
+    assert!(!once.stable.contains("Cut to fit the prompt:"));
+    agent.config(&format!("{caps}[bootstrap]\ntruncation_notice = \"always\"\n"));
+    let always = agent.build(&turn());
+    assert!(always.stable.contains(&format!("Cut to fit the prompt: TOOLS.md (kept 0 of {raw} characters).")));
+    agent.config(&format!("{caps}[bootstrap]\ntruncation_notice = \"off\"\n"));
+    assert!(!agent.build(&turn()).stable.contains("left out to fit the prompt"));
+}

@@ -194,7 +194,7 @@ impl Assembler {
             h.str(&now.with_timezone(&tz).to_rfc3339());
         }
         h.opt(turn.mode.map(|m| m.as_str())).opt(turn.session_key.as_deref()).opt(turn.provider.as_deref());
-        h.num(u64::from(turn.heartbeat)).num(u64::from(turn.replies_optional));
+        h.num(u64::from(turn.heartbeat)).num(u64::from(turn.replies_optional)).opt(turn.thinking.as_deref());
         h.opt(turn.model.as_deref()).opt(turn.channel.as_deref()).num(match turn.chat_kind {
             None => 0,
             Some(ChatKind::Direct) => 1,
@@ -333,6 +333,12 @@ impl Assembler {
             mode,
             session,
             replies_optional: turn.replies_optional,
+            thinking: turn
+                .thinking
+                .as_deref()
+                .or(config.runtime.thinking.as_deref())
+                .map(|t| one_line(t, 24).to_lowercase())
+                .filter(|t| !t.is_empty()),
             zone_abbreviation: zone_abbreviation(&now),
             agent_name: config
                 .agent

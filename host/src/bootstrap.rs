@@ -96,8 +96,14 @@ pub fn load(
         .collect();
     extras.sort();
     extras.dedup();
-    let names =
-        STANDARD_FILES.iter().copied().chain(OPTIONAL_FILES.iter().copied()).chain(extras.iter().map(|s| s.as_str()));
+    // The team's TEAM.md, read like GoClaw's optional files.
+    let team_file = config.team.workspace.as_deref().map(|ws| format!("{}/TEAM.md", ws.trim_end_matches('/')));
+    let names = STANDARD_FILES
+        .iter()
+        .copied()
+        .chain(OPTIONAL_FILES.iter().copied())
+        .chain(team_file.as_deref())
+        .chain(extras.iter().map(|s| s.as_str()));
     let no_memory = group_chat && !config.bootstrap.memory_in_group_chats;
     let allow = &config.bootstrap.subagent_allowlist;
     let mut files = Vec::new();
@@ -112,8 +118,9 @@ pub fn load(
         if no_memory && MEMORY_FILES.contains(&name) {
             continue;
         }
-        let is_extra = !STANDARD_FILES.contains(&name) && !OPTIONAL_FILES.contains(&name);
-        let is_optional = OPTIONAL_FILES.contains(&name);
+        let is_extra =
+            !STANDARD_FILES.contains(&name) && !OPTIONAL_FILES.contains(&name) && Some(name) != team_file.as_deref();
+        let is_optional = OPTIONAL_FILES.contains(&name) || Some(name) == team_file.as_deref();
         let mut read = ws.read_text(name, config.bootstrap.max_file_bytes);
         let mut shown_name = name.to_string();
         if name == "MEMORY.md" && read == Err(Unavailable::Missing) {

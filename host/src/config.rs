@@ -32,6 +32,8 @@ pub struct Config {
     pub runtime: RuntimeConfig,
     /// `[sessions]`
     pub sessions: SessionsConfig,
+    /// `[team]`
+    pub team: TeamConfig,
     /// `[[plugins]]`
     pub plugins: Vec<PluginConfig>,
 }
@@ -122,6 +124,21 @@ impl Preset {
     }
 }
 
+/// What the prompt says about files cut to fit (OpenClaw's truncation
+/// warning, without the state "once per session" would need: "once" is
+/// about each file cut to nothing).
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum TruncationNotice {
+    /// Only the head/tail marker inside a cut file.
+    Off,
+    /// A file cut to nothing keeps a one-line notice.
+    #[default]
+    Once,
+    /// That, and a line per file group listing every cut file.
+    Always,
+}
+
 /// How a missing standard file shows in the prompt.
 #[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
@@ -147,6 +164,37 @@ impl Default for AgentConfig {
             none_mode: NoneMode::Standard,
             preset: None,
         }
+    }
+}
+
+/// `[team]`: GoClaw's team context. When it names members or delegates,
+/// the `team` section lists them and the spawn section gives way to it.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct TeamConfig {
+    /// The team roster.
+    pub members: Vec<TeamMember>,
+    /// Agent ids work may be delegated to.
+    pub delegates: Vec<String>,
+    /// The team's shared folder, relative to the agent directory; its
+    /// TEAM.md is read as a project file.
+    pub workspace: Option<String>,
+}
+
+/// One member of `[team] members`.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct TeamMember {
+    /// Their name or agent id.
+    pub name: String,
+    /// What they do.
+    pub role: String,
+}
+
+impl TeamConfig {
+    /// Whether team context is on.
+    pub fn is_on(&self) -> bool {
+        !self.members.is_empty() || !self.delegates.is_empty() || self.workspace.is_some()
     }
 }
 
@@ -278,6 +326,11 @@ pub struct BootstrapConfig {
     /// Whether HEARTBEAT.md is read at all (in heartbeat turns; default
     /// true; ZeroClaw never reads it).
     pub heartbeat_file: bool,
+    /// What the prompt says about files cut to fit: `off` (the inline
+    /// marker only), `once` (default: a file cut to nothing keeps a one-line
+    /// notice instead of vanishing), `always` (also a line listing every cut
+    /// file with what was kept).
+    pub truncation_notice: TruncationNotice,
     /// Whether MEMORY.md (memory.md, MEMORY.json) is read in group chats
     /// (default true). ZeroClaw keeps memory to the main session; false
     /// does that, and then group and direct chats have two stable parts
@@ -294,6 +347,7 @@ impl Default for BootstrapConfig {
             max_file_bytes: 2 * 1024 * 1024,
             missing_marker: MissingMarker::Off,
             heartbeat_file: true,
+            truncation_notice: TruncationNotice::Once,
             memory_in_group_chats: true,
         }
     }
@@ -321,6 +375,9 @@ pub struct ToolsConfig {
     /// `package_install`), named in the shell section so the agent does not
     /// try them or work around the block.
     pub shell_deny_groups: Vec<String>,
+    /// MCP tools up to this many are listed inline in the MCP section; with
+    /// more, the section says how to search them (default 24).
+    pub mcp_inline_max: usize,
 }
 
 impl Default for ToolsConfig {
@@ -331,6 +388,7 @@ impl Default for ToolsConfig {
             hide_aliases: false,
             credentialed_cli: None,
             shell_deny_groups: Vec::new(),
+            mcp_inline_max: 24,
         }
     }
 }
@@ -388,6 +446,19 @@ pub struct RuntimeConfig {
     pub host: Option<String>,
     /// Channel capabilities (lowercased, sorted, deduplicated in the line).
     pub capabilities: Vec<String>,
+    /// The thinking (reasoning) level the model runs at, in the runtime
+    /// line (`--thinking` overrides it per turn).
+    pub thinking: Option<String>,
+    /// The repository root the agent works in, in the runtime line.
+    pub repo_root: Option<String>,
+    /// OpenClaw's Reasoning Format section: think inside `<think>`, answer
+    /// inside `<final>` (for models without native reasoning output).
+    pub reasoning_tags: bool,
+    /// OpenClaw's reply tags: `[[reply_to_current]]` / `[[reply_to:<id>]]`.
+    pub reply_tags: bool,
+    /// OpenClaw's Messaging section: replies go to the current chat; other
+    /// chats only through the message tool.
+    pub messaging: bool,
 }
 
 /// One `[[plugins]]` entry.
@@ -492,6 +563,11 @@ impl Config {
                     "subagent_heading",
                     format!("{h:?} is not a one-line heading of 1-80 characters"),
                 );
+            }
+        }
+        if let Some(ws) = &self.team.workspace {
+            if let Err(why) = check_relative_path(ws) {
+                return fail("team", "workspace", why.to_string());
             }
         }
         let b = &self.budget;

@@ -75,6 +75,10 @@ struct TurnArgs {
     /// do): the prompt says which exact reply means "say nothing".
     #[arg(long)]
     replies_optional: bool,
+    /// The thinking (reasoning) level of this turn, for the runtime line
+    /// (overrides [runtime] thinking).
+    #[arg(long, value_name = "LEVEL")]
+    thinking: Option<String>,
     /// Provider name (overrides [provider] name).
     #[arg(long, value_name = "P")]
     provider: Option<String>,
@@ -174,6 +178,7 @@ fn build(args: &TurnArgs) -> Result<proem_host::Built, ProemError> {
         session_key: args.session_key.clone(),
         heartbeat: args.heartbeat,
         replies_optional: args.replies_optional,
+        thinking: args.thinking.clone(),
         provider: args.provider.clone(),
         model: args.model.clone(),
         channel: args.channel.clone(),

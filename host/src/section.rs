@@ -229,9 +229,12 @@ pub mod ids {
     pub const EXECUTION_BIAS: &str = "execution_bias";
     pub const SAFETY: &str = "safety";
     pub const SKILLS: &str = "skills";
+    pub const MCP_TOOLS: &str = "mcp_tools";
     pub const WORKSPACE: &str = "workspace";
+    pub const TEAM: &str = "team";
     pub const SANDBOX: &str = "sandbox";
     pub const OWNERS: &str = "owners";
+    pub const OUTPUT_FORMAT: &str = "output_format";
     pub const PROJECT_CONTEXT: &str = "project_context";
     pub const MEMORY_RECALL: &str = "memory_recall";
     pub const TIME: &str = "time";
@@ -250,6 +253,7 @@ const ALL: ModeSet = ModeSet::ALL;
 const FULL: ModeSet = ModeSet::of(&[Mode::Full]);
 const FULL_TASK: ModeSet = ModeSet::of(&[Mode::Full, Mode::Task]);
 const NOT_NONE: ModeSet = ModeSet::of(&[Mode::Full, Mode::Task, Mode::Minimal]);
+const FULL_TASK_NONE: ModeSet = ModeSet::of(&[Mode::Full, Mode::Task, Mode::None]);
 
 const fn spec(id: &'static str, zone: Zone, modes: ModeSet, protected: bool) -> CoreSpec {
     CoreSpec { id, zone, modes, protected }
@@ -257,7 +261,7 @@ const fn spec(id: &'static str, zone: Zone, modes: ModeSet, protected: bool) -> 
 
 /// The core sections in prompt order (DESIGN.md's table). Every stable row
 /// precedes every dynamic row, so slot order and zone order agree.
-pub const CORE_SECTIONS: [CoreSpec; 28] = [
+pub const CORE_SECTIONS: [CoreSpec; 31] = [
     spec(ids::IDENTITY, Zone::Stable, ALL, true),
     spec(ids::FIRST_RUN, Zone::Stable, ALL, false),
     spec(ids::PERSONA, Zone::Stable, FULL_TASK, false),
@@ -271,9 +275,12 @@ pub const CORE_SECTIONS: [CoreSpec; 28] = [
     spec(ids::EXECUTION_BIAS, Zone::Stable, FULL_TASK, false),
     spec(ids::SAFETY, Zone::Stable, ALL, true),
     spec(ids::SKILLS, Zone::Stable, FULL_TASK, false),
+    spec(ids::MCP_TOOLS, Zone::Stable, FULL_TASK_NONE, false),
     spec(ids::WORKSPACE, Zone::Stable, ALL, true),
+    spec(ids::TEAM, Zone::Stable, NOT_NONE, false),
     spec(ids::SANDBOX, Zone::Stable, NOT_NONE, false),
     spec(ids::OWNERS, Zone::Stable, FULL, false),
+    spec(ids::OUTPUT_FORMAT, Zone::Stable, FULL_TASK, false),
     spec(ids::PROJECT_CONTEXT, Zone::Stable, NOT_NONE, false),
     spec(ids::MEMORY_RECALL, Zone::Stable, NOT_NONE, false),
     spec(ids::TIME, Zone::Dynamic, NOT_NONE, false),

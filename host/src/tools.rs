@@ -18,6 +18,9 @@ pub const MAX_SCHEMA_CHARS: usize = 2_000;
 pub struct PromptTool {
     /// Safe, one-line name.
     pub name: String,
+    /// The MCP server it comes from: the tools JSON's `server`, else the
+    /// `<server>` of an `mcp__<server>__<tool>` name.
+    pub server: Option<String>,
     /// Safe, one-line summary (may be empty).
     pub summary: String,
     /// Compact JSON schema, neutralised and capped (may be empty).
@@ -25,6 +28,14 @@ pub struct PromptTool {
     /// Whether `schema` is the whole schema, so valid JSON (neutralising
     /// only rewrites text inside JSON strings); `false` when absent or cut.
     pub schema_is_json: bool,
+}
+
+/// The server of an `mcp__<server>__<tool>` name (Claude Code's and many
+/// runtimes' MCP naming).
+fn mcp_server_of(name: &str) -> Option<String> {
+    let rest = name.strip_prefix("mcp__")?;
+    let (server, tool) = rest.split_once("__")?;
+    (!server.is_empty() && !tool.is_empty()).then(|| server.to_string())
 }
 
 /// Cleans, deduplicates and sorts the tools.
@@ -51,7 +62,15 @@ pub fn prepare(tools: &[Tool], diagnostics: &mut Vec<Diagnostic>) -> Vec<PromptT
                 }
                 None => (String::new(), false),
             };
-            Some(PromptTool { name, summary: one_line(&t.description, MAX_SUMMARY_CHARS), schema, schema_is_json })
+            let server =
+                t.server.as_deref().map(|s| one_line(s, 64)).filter(|s| !s.is_empty()).or_else(|| mcp_server_of(&name));
+            Some(PromptTool {
+                name,
+                server,
+                summary: one_line(&t.description, MAX_SUMMARY_CHARS),
+                schema,
+                schema_is_json,
+            })
         })
         .collect();
     let blank = tools.len() - prepared.len();
@@ -84,7 +103,7 @@ mod tests {
     use super::*;
 
     fn tool(name: &str) -> Tool {
-        Tool { name: name.into(), description: format!("does {name}"), parameters: None }
+        Tool { name: name.into(), description: format!("does {name}"), parameters: None, server: None }
     }
 
     #[test]

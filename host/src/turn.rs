@@ -41,6 +41,10 @@ pub struct Tool {
     /// JSON schema of its arguments.
     #[serde(default)]
     pub parameters: Option<serde_json::Value>,
+    /// The MCP server it comes from, when it is an MCP tool (also read from
+    /// an `mcp__<server>__<tool>` name).
+    #[serde(default)]
+    pub server: Option<String>,
 }
 
 /// The inputs of one turn. Everything is optional; unset fields fall back to
@@ -58,6 +62,9 @@ pub struct Turn {
     /// Whether the runtime lets the agent stay silent this turn (as group
     /// chats always do): the silent-reply token contract is included.
     pub replies_optional: bool,
+    /// The thinking (reasoning) level this turn runs at, for the runtime
+    /// line (overrides `[runtime] thinking`).
+    pub thinking: Option<String>,
     /// Overrides `[provider] name`.
     pub provider: Option<String>,
     /// Overrides `[provider] model`.

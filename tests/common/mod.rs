@@ -113,6 +113,7 @@ pub fn tool(name: &str) -> Tool {
         name: name.into(),
         description: format!("Does {name}."),
         parameters: Some(serde_json::json!({"type": "object"})),
+        server: None,
     }
 }
 
