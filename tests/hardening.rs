@@ -671,5 +671,8 @@ fn the_skill_kept_among_duplicates_is_the_first_by_location() {
     let built = agent.build(&turn());
     assert!(built.prompt.contains("from a") && !built.prompt.contains("from b"), "{}", built.prompt);
     let message = diagnostic(&built, "skill_duplicate").unwrap();
-    assert!(message.contains("the first by location is kept") && message.contains("weather"), "{message}");
+    assert!(
+        message.contains("the first by folder precedence, then location, is kept") && message.contains("weather"),
+        "{message}"
+    );
 }

@@ -555,3 +555,149 @@ fn truncation_notice_off_once_always() {
     agent.config(&format!("{caps}[bootstrap]\ntruncation_notice = \"off\"\n"));
     assert!(!agent.build(&turn()).stable.contains("left out to fit the prompt"));
 }
+
+// Skills ------------------------------------------------------------------
+
+fn skills_agent() -> Agent {
+    let agent = Agent::new();
+    agent.skill("weather", "Forecasts.").skill("calendar", "Plans the week.").skill("deploy", "Ships the app.");
+    agent
+}
+
+/// 000 §4 and §4.1 (Skills inline in full, search-only in task, "Pinned
+/// Skills" only in minimal and none) with `[skills] pinned`.
+#[test]
+fn skills_take_goclaws_form_in_each_mode() {
+    let agent = skills_agent();
+    agent.config("[skills]\npinned = [\"Calendar\"]\n");
+    let full = agent.build(&turn());
+    assert_eq!(full.stable.matches("<skill>").count(), 3);
+    let task = agent.build(&Turn { mode: Some(Mode::Task), ..turn() });
+    let skills = task.stable.split("## Skills\n").nth(1).unwrap();
+    assert!(skills.starts_with("3 skills are installed under skills/<name>/SKILL.md. When a task may need one, search"));
+    assert!(
+        skills.contains("Pinned, always available:")
+            && skills.contains("<name>calendar</name>")
+            && !skills.contains("<name>weather</name>")
+    );
+    for mode in [Mode::Minimal, Mode::None] {
+        let built = agent.build(&Turn { mode: Some(mode), ..turn() });
+        let pinned = built.stable.split("## Pinned Skills\n").nth(1).unwrap_or_else(|| panic!("{mode}"));
+        assert!(pinned.contains("<name>calendar</name>") && !pinned.contains("weather"), "{mode}");
+    }
+    agent.config("");
+    assert!(
+        !agent.build(&Turn { mode: Some(Mode::Minimal), ..turn() }).prompt.contains("Skills"),
+        "no pins, no skills"
+    );
+}
+
+/// 000 (per-agent skill allowlist): `[skills] allow`.
+#[test]
+fn a_skill_allowlist() {
+    let agent = skills_agent();
+    agent.config("[skills]\nallow = [\"WEATHER\", \"deploy\"]\n");
+    let built = agent.build(&turn());
+    assert!(built.stable.contains("<name>weather</name>") && built.stable.contains("<name>deploy</name>"));
+    assert!(!built.stable.contains("<name>calendar</name>"));
+    assert!(diagnostic(&built, "skills_not_allowed").unwrap().contains("1 skill(s)"));
+}
+
+/// 001 "Skills" (eligibility: a skill whose requirements the host lacks is
+/// not listed, and the report says why), in both front matter forms.
+#[test]
+fn skills_the_host_cannot_run_are_not_listed() {
+    let agent = Agent::new();
+    agent.file("skills/shell/SKILL.md", "---\nname: shell\ndescription: Uses sh.\nrequires_bins: sh\n---\n");
+    agent.file(
+        "skills/ghost/SKILL.md",
+        "---\nname: ghost\ndescription: Needs a missing tool.\nrequires_bins: proem-no-such-binary-7f3a\n---\n",
+    );
+    agent.file(
+        "skills/secret/SKILL.md",
+        "---\nname: secret\ndescription: Needs a token.\nrequires_env: PROEM_TEST_UNSET_TOKEN_7F3A\n---\n",
+    );
+    agent
+        .file("skills/elsewhere/SKILL.md", "---\nname: elsewhere\ndescription: Another OS.\nrequires_os: plan9\n---\n");
+    agent.file(
+        "skills/oc/SKILL.md",
+        "---\nname: oc\ndescription: OpenClaw form.\nmetadata: {\"openclaw\": {\"requires\": {\"bins\": [\"proem-no-such-binary-7f3a\"]}}}\n---\n",
+    );
+    let built = agent.build(&turn());
+    assert!(built.stable.contains("<name>shell</name>"), "a met requirement lists the skill");
+    for name in ["ghost", "secret", "elsewhere", "oc"] {
+        assert!(!built.stable.contains(&format!("<name>{name}</name>")), "{name}");
+    }
+    let why: Vec<&str> =
+        built.diagnostics.iter().filter(|d| d.code == "skill_ineligible").map(|d| d.message.as_str()).collect();
+    assert_eq!(why.len(), 4, "{why:?}");
+    assert!(why.iter().any(|m| m.contains("ghost") && m.contains("the program proem-no-such-binary-7f3a on PATH")));
+    assert!(why
+        .iter()
+        .any(|m| m.contains("secret") && m.contains("the environment variable PROEM_TEST_UNSET_TOKEN_7F3A")));
+    assert!(why.iter().any(|m| m.contains("elsewhere") && m.contains("plan9")));
+}
+
+/// 000 (a separate skills token cap): `[skills] max_tokens` shrinks the
+/// skills section on its own (compact, then fewer) even when the budget has
+/// room.
+#[test]
+fn skills_have_their_own_token_cap() {
+    let agent = Agent::new();
+    for i in 0..30 {
+        agent
+            .skill(&format!("skill-{i:02}"), "A skill with a description long enough to cost some tokens in the list.");
+    }
+    let free = agent.build(&turn());
+    let full = free.sections.iter().find(|s| s.id == "skills").unwrap().tokens;
+    agent.config(&format!("[skills]\nmax_tokens = {}\n", full / 3));
+    let capped = agent.build(&turn());
+    let skills = capped.sections.iter().find(|s| s.id == "skills").unwrap();
+    assert!(skills.tokens <= full / 3 && skills.truncated, "{} > {}", skills.tokens, full / 3);
+    assert!(capped.tokens.total < free.tokens.total);
+}
+
+/// 001 "Skills" (bundled / managed / workspace folders, first by precedence
+/// wins, deduplicated by name): `[skills] folders`.
+#[test]
+fn more_skill_folders_first_by_precedence() {
+    let agent = Agent::new();
+    agent.file("skills/weather/SKILL.md", "---\nname: weather\ndescription: The agent's own.\n---\n");
+    agent.file("shared/skills/weather/SKILL.md", "---\nname: Weather\ndescription: The shared one.\n---\n");
+    agent.file("shared/skills/maps/SKILL.md", "---\nname: maps\ndescription: Shared maps.\n---\n");
+    agent.config("[skills]\nfolders = [\"shared/skills\"]\n");
+    let built = agent.build(&turn());
+    assert!(built.stable.contains("The agent's own.") && !built.stable.contains("The shared one."));
+    assert!(built.stable.contains("<location>shared/skills/maps/SKILL.md</location>"));
+    agent.config("[skills]\nfolders = [\"../outside\"]\n");
+    assert!(proem_host::Assembler::open(agent.path(), None).err().unwrap().to_string().contains("skills.folders"));
+}
+
+/// The build memo watches every file the new keys read: GoClaw's optional
+/// files, the team's TEAM.md and extra skill folders (a reused assembler
+/// never serves a stale prompt after one of them changes).
+#[test]
+fn the_build_memo_sees_the_new_files_change() {
+    let agent = Agent::new();
+    agent.config("[team]\nworkspace = \"team\"\n[skills]\nfolders = [\"shared/skills\"]\n");
+    agent
+        .file("CAPABILITIES.md", "v1")
+        .file("team/TEAM.md", "v1")
+        .file("shared/skills/a/SKILL.md", "---\nname: a\ndescription: v1\n---\n");
+    let assembler = agent.assembler();
+    let first = assembler.build(&turn()).unwrap();
+    for (file, text) in [
+        ("CAPABILITIES.md", "v2 capabilities"),
+        ("team/TEAM.md", "v2 team"),
+        ("shared/skills/a/SKILL.md", "---\nname: a\ndescription: v2 skill\n---\n"),
+    ] {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        agent.file(file, text);
+        let again = assembler.build(&turn()).unwrap();
+        assert!(
+            again.prompt.contains(text.trim_start_matches("---\nname: a\ndescription: ").trim_end_matches("\n---\n")),
+            "{file}"
+        );
+        assert_ne!(again.prompt, first.prompt);
+    }
+}

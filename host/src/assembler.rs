@@ -5,7 +5,7 @@
 //! sections → order → fit the token budget → join at the boundary → report
 //! ```
 
-use crate::bootstrap::{self, STANDARD_FILES};
+use crate::bootstrap::{self, OPTIONAL_FILES, STANDARD_FILES};
 use crate::budget;
 use crate::config::{config_path, Config};
 use crate::core_sections::CoreInputs;
@@ -163,14 +163,20 @@ impl Assembler {
     /// `file_events` and the caching allow it (see [`crate::memo`]).
     fn snapshot(&self, file_events: bool) -> Option<Snapshot> {
         let root = self.workspace.root();
-        let mut paths: Vec<String> = STANDARD_FILES.iter().map(|s| s.to_string()).collect();
+        let mut paths: Vec<String> =
+            STANDARD_FILES.iter().chain(OPTIONAL_FILES.iter()).map(|s| s.to_string()).collect();
         paths.push("memory.md".into());
         paths.extend(self.config.bootstrap.extra_files.iter().cloned());
         paths.extend(self.config.tools.file.iter().cloned());
-        paths.push("skills".into());
-        for name in self.workspace.subdirs("skills") {
-            paths.push(format!("skills/{name}/SKILL.md"));
-            paths.push(format!("skills/{name}"));
+        if let Some(ws) = &self.config.team.workspace {
+            paths.push(format!("{}/TEAM.md", ws.trim_end_matches('/')));
+        }
+        for root in skills::roots(&self.config.skills) {
+            paths.push(root.to_string());
+            for dir in self.workspace.subdirs(root) {
+                paths.push(format!("{root}/{dir}/SKILL.md"));
+                paths.push(format!("{root}/{dir}"));
+            }
         }
         let file_events = file_events && self.caching.file_events;
         Snapshot::take(root, self.workspace.as_fd(), &paths, self.plugins.reads_workspace(), file_events)
@@ -240,12 +246,16 @@ impl Assembler {
         // The bootstrap files and the skills are read side by side: both
         // are mostly system calls, which dominate a build that re-reads.
         let build_span = tracing::Span::current();
-        let with_skills = matches!(mode, Mode::Full | Mode::Task);
+        // Minimal and none show pinned skills only (GoClaw).
+        let with_skills = matches!(mode, Mode::Full | Mode::Task) || !config.skills.pinned.is_empty();
         let skills_read = crate::parallel::SharedWork::default();
         let read_skills = || {
             build_span.in_scope(|| {
                 let _s = tracing::info_span!("load_skills").entered();
-                skills_read.work(|| skills::folders(&self.workspace), |dir| skills::read(&self.workspace, dir));
+                skills_read.work(
+                    || skills::folders(&self.workspace, &config.skills),
+                    |dir| skills::read(&self.workspace, dir),
+                );
             })
         };
         let (mut files, plugin_memo, tools) = crate::parallel::in_place_scope(|scope| {
@@ -269,7 +279,7 @@ impl Assembler {
             }
             (files, plugin_memo, tools.map(|t| (t, tool_notes)))
         });
-        let skills = skills::collect(skills_read.into_results(), &mut diagnostics);
+        let skills = skills::collect(skills_read.into_results(), &config.skills, &mut diagnostics);
         let (tools, tool_notes) = tools?;
         diagnostics.extend(tool_notes);
 

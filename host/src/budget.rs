@@ -79,6 +79,14 @@ pub fn fit(
             let protected_stable = counter.count(&join(&protected_stable).stable);
             stable_budget(budget, inputs.config.budget.dynamic_reserve, protected_stable)
         });
+        // The skills section's own cap ([skills] max_tokens), before the rest.
+        if let Some(cap) = inputs.config.skills.max_tokens {
+            let skills = sections.iter().find(|s| s.cut_class() == Some(CutClass::Skills));
+            if let Some(over) = skills.map(|s| counter.count(&s.body)).filter(|t| *t > cap).map(|t| t - cap) {
+                turn_skills_knob(&sections, &mut knobs, over, counter);
+                continue;
+            }
+        }
         let stable_tokens = counter.count(&joined.stable);
         if stable_tokens > stable_limit {
             if turn_one_knob(
@@ -156,15 +164,8 @@ fn turn_one_knob(
         return true;
     }
 
-    if let Some(skills) = present(CutClass::Skills).next() {
-        if knobs.skills_form == SkillsForm::Full {
-            knobs.skills_form = SkillsForm::Compact;
-        } else if let Some(per_skill) = counter.count(&skills.body).checked_div(knobs.skills_count) {
-            let remove = excess.div_ceil(per_skill.max(1)) + 1;
-            knobs.skills_count = knobs.skills_count.saturating_sub(remove);
-        } else {
-            knobs.dropped.insert(core_key(ids::SKILLS));
-        }
+    if present(CutClass::Skills).next().is_some() {
+        turn_skills_knob(sections, knobs, excess, counter);
         return true;
     }
 
@@ -190,6 +191,19 @@ fn turn_one_knob(
         return true;
     }
     false
+}
+
+/// Shrinks the skills section: compact form, then fewer skills, then none.
+fn turn_skills_knob(sections: &[Section], knobs: &mut Knobs, excess: usize, counter: &TokenCounter) {
+    let Some(skills) = sections.iter().find(|s| s.cut_class() == Some(CutClass::Skills)) else { return };
+    if knobs.skills_form == SkillsForm::Full {
+        knobs.skills_form = SkillsForm::Compact;
+    } else if let Some(per_skill) = counter.count(&skills.body).checked_div(knobs.skills_count) {
+        let remove = excess.div_ceil(per_skill.max(1)) + 1;
+        knobs.skills_count = knobs.skills_count.saturating_sub(remove);
+    } else {
+        knobs.dropped.insert(core_key(ids::SKILLS));
+    }
 }
 
 /// One diagnostic per knob the budget turned.

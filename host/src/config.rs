@@ -34,6 +34,8 @@ pub struct Config {
     pub sessions: SessionsConfig,
     /// `[team]`
     pub team: TeamConfig,
+    /// `[skills]`
+    pub skills: SkillsConfig,
     /// `[[plugins]]`
     pub plugins: Vec<PluginConfig>,
 }
@@ -165,6 +167,26 @@ impl Default for AgentConfig {
             preset: None,
         }
     }
+}
+
+/// `[skills]`: which skills are listed, where they come from, how much of
+/// the prompt they may take.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct SkillsConfig {
+    /// Only these skills (by name, ignoring case) are listed; unset: all.
+    pub allow: Option<Vec<String>>,
+    /// Skills listed in every mode but `none`'s absence of skills: in
+    /// minimal and none they are the only ones shown (GoClaw's Pinned
+    /// Skills), in task they are listed beside the search hint.
+    pub pinned: Vec<String>,
+    /// The most tokens the skills section may take, apart from the whole
+    /// budget (compact form, then fewer skills, until it fits).
+    pub max_tokens: Option<usize>,
+    /// More skill folders after `skills/`, in precedence order (relative to
+    /// the agent directory, e.g. shared or managed skills): the first
+    /// folder that has a skill name wins.
+    pub folders: Vec<String>,
 }
 
 /// `[team]`: GoClaw's team context. When it names members or delegates,
@@ -563,6 +585,11 @@ impl Config {
                     "subagent_heading",
                     format!("{h:?} is not a one-line heading of 1-80 characters"),
                 );
+            }
+        }
+        for folder in &self.skills.folders {
+            if let Err(why) = check_relative_path(folder) {
+                return fail("skills", "folders", why.to_string());
             }
         }
         if let Some(ws) = &self.team.workspace {

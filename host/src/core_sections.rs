@@ -173,7 +173,10 @@ pub fn render(inputs: &CoreInputs, knobs: &Knobs) -> CoreRender {
         ids::SAFETY,
         if matches!(mode, Mode::Task | Mode::None) { SAFETY_SLIM } else { SAFETY_FULL }.to_string(),
     ));
-    bodies.push((ids::SKILLS, skills::render(&inputs.skills, knobs.skills_form, knobs.skills_count)));
+    bodies.push((
+        ids::SKILLS,
+        skills::render_for(mode, &inputs.skills, &inputs.config.skills.pinned, knobs.skills_form, knobs.skills_count),
+    ));
     if knobs.skills_form != SkillsForm::Full || knobs.skills_count < inputs.skills.len() {
         truncated.insert(ids::SKILLS.to_string());
     }

@@ -274,7 +274,7 @@ pub const CORE_SECTIONS: [CoreSpec; 31] = [
     spec(ids::TOOL_CALL_STYLE, Zone::Stable, FULL, false),
     spec(ids::EXECUTION_BIAS, Zone::Stable, FULL_TASK, false),
     spec(ids::SAFETY, Zone::Stable, ALL, true),
-    spec(ids::SKILLS, Zone::Stable, FULL_TASK, false),
+    spec(ids::SKILLS, Zone::Stable, ALL, false),
     spec(ids::MCP_TOOLS, Zone::Stable, FULL_TASK_NONE, false),
     spec(ids::WORKSPACE, Zone::Stable, ALL, true),
     spec(ids::TEAM, Zone::Stable, NOT_NONE, false),

@@ -1,12 +1,25 @@
-//! Skills: `skills/*/SKILL.md` in the workspace, rendered as escaped XML.
+//! Skills: `skills/*/SKILL.md` in the workspace (and `[skills] folders`),
+//! rendered as escaped XML.
 //!
-//! Three forms, chosen by the budget stage: full (name, description,
-//! location), compact (name and location), and a count-limited list; with no
-//! room for any skill, a one-paragraph hint says where to find them.
+//! By mode (GoClaw): listed in full mode; in task mode a search hint plus
+//! the pinned skills; in minimal and none the pinned skills alone. A list
+//! takes one of three forms, chosen by the budget stage: full (name,
+//! description, location), compact (name and location), and a
+//! count-limited list; with no room for any skill, a one-paragraph hint says
+//! where to find them.
+//!
+//! A skill whose front matter requires binaries, environment variables or
+//! an OS this host lacks is not listed (OpenClaw's eligibility gates), and
+//! the report says why: `requires_bins`, `requires_env`, `requires_os`
+//! (comma-separated), or OpenClaw's `metadata: {"openclaw": {"requires":
+//! {"bins": […], "env": […], "os": […]}}}`.
 //!
 //! Loading is three steps so two threads can share the middle one: list the
-//! [`folders`], [`read`] each, [`collect`] the results (sorted, deduplicated).
+//! [`folders`], [`read`] each, [`collect`] the results (sorted, deduplicated,
+//! the first folder by precedence winning a name).
 
+use crate::config::SkillsConfig;
+use crate::mode::Mode;
 use crate::report::Diagnostic;
 use crate::text::{front_matter_fields, one_line, sort_dedup, split_front_matter, xml_escape, FrontMatter, SameName};
 use crate::workspace::{Unavailable, Workspace};
@@ -27,6 +40,9 @@ pub struct Skill {
     pub description: String,
     /// Workspace-relative path of its SKILL.md.
     pub location: String,
+    /// Its folder's place in `skills/` + `[skills] folders` (0 first): the
+    /// first folder that has a name wins it.
+    pub precedence: usize,
 }
 
 /// How skills are rendered.
@@ -38,9 +54,31 @@ pub enum SkillsForm {
     Compact,
 }
 
-/// The skill folders, sorted by name.
-pub fn folders(ws: &Workspace) -> Vec<String> {
-    ws.subdirs(SKILLS_DIR)
+/// One skill folder to read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkillDir {
+    /// The skills root it is in (`skills` or one of `[skills] folders`).
+    pub root: String,
+    /// Its name under the root.
+    pub dir: String,
+    /// The root's precedence (0 first).
+    pub precedence: usize,
+}
+
+/// The skills roots in precedence order: `skills/`, then `[skills] folders`.
+pub fn roots(config: &SkillsConfig) -> Vec<&str> {
+    std::iter::once(SKILLS_DIR).chain(config.folders.iter().map(|f| f.trim_end_matches('/'))).collect()
+}
+
+/// The skill folders of every root, each root's sorted by name.
+pub fn folders(ws: &Workspace, config: &SkillsConfig) -> Vec<SkillDir> {
+    roots(config)
+        .into_iter()
+        .enumerate()
+        .flat_map(|(precedence, root)| {
+            ws.subdirs(root).into_iter().map(move |dir| SkillDir { root: root.to_string(), dir, precedence })
+        })
+        .collect()
 }
 
 /// What reading one skill folder gave.
@@ -54,9 +92,10 @@ pub enum Read {
     Skipped(Diagnostic),
 }
 
-/// Reads `skills/<dir>/SKILL.md`.
-pub fn read(ws: &Workspace, dir: &str) -> Read {
-    let location = format!("{SKILLS_DIR}/{dir}/SKILL.md");
+/// Reads `<root>/<dir>/SKILL.md`.
+pub fn read(ws: &Workspace, skill_dir: &SkillDir) -> Read {
+    let dir = skill_dir.dir.as_str();
+    let location = format!("{}/{dir}/SKILL.md", skill_dir.root);
     let text = match ws.read_text(&location, MAX_SKILL_BYTES) {
         Ok(f) => f.text,
         Err(Unavailable::Missing) => return Read::Nothing,
@@ -77,16 +116,81 @@ pub fn read(ws: &Workspace, dir: &str) -> Read {
     }
     let name = one_line(field("name").unwrap_or(dir), 80);
     let name = if name.is_empty() { one_line(dir, 80) } else { name };
+    if let Some(missing) = unmet_requirement(&fields) {
+        return Read::Skipped(Diagnostic::info(
+            "skill_ineligible",
+            format!("{location}: skill {name} is not listed: it needs {missing}"),
+        ));
+    }
     Read::Skill(Skill {
         name,
         description: one_line(field("description").unwrap_or(""), MAX_DESCRIPTION_CHARS),
         location: one_line(&location, 200),
+        precedence: skill_dir.precedence,
     })
+}
+
+/// The first requirement of a skill this host does not meet, in words.
+fn unmet_requirement(fields: &[(String, String)]) -> Option<String> {
+    let list = |key: &str| -> Vec<String> {
+        fields
+            .iter()
+            .filter(|(k, _)| k == key)
+            .flat_map(|(_, v)| v.split([',', ' ']).map(str::trim).filter(|s| !s.is_empty()).map(String::from))
+            .collect()
+    };
+    let (mut bins, mut env, mut os) = (list("requires_bins"), list("requires_env"), list("requires_os"));
+    // OpenClaw's form: metadata: {"openclaw": {"requires": {...}}} on one line.
+    if let Some((_, meta)) = fields.iter().find(|(k, _)| k == "metadata") {
+        if let Ok(value) = serde_json::from_str::<serde_json::Value>(meta) {
+            for owner in ["openclaw", "clawdbot"] {
+                let requires = &value[owner]["requires"];
+                for (key, into) in [("bins", &mut bins), ("env", &mut env), ("os", &mut os)] {
+                    if let Some(items) = requires[key].as_array() {
+                        into.extend(items.iter().filter_map(|i| i.as_str()).map(String::from));
+                    }
+                }
+            }
+        }
+    }
+    if let Some(bin) = bins.iter().find(|b| !on_path(b)) {
+        return Some(format!("the program {} on PATH", one_line(bin, 60)));
+    }
+    if let Some(var) = env.iter().find(|v| std::env::var_os(v.as_str()).is_none_or(|x| x.is_empty())) {
+        return Some(format!("the environment variable {}", one_line(var, 60)));
+    }
+    if !os.is_empty() && !os.iter().any(|o| same_os(o)) {
+        return Some(format!("one of these systems: {}", one_line(&os.join(", "), 80)));
+    }
+    None
+}
+
+/// Whether `name` is an executable file in a PATH directory.
+fn on_path(name: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    if name.contains('/') {
+        return false;
+    }
+    let Some(path) = std::env::var_os("PATH") else { return false };
+    std::env::split_paths(&path)
+        .any(|dir| std::fs::metadata(dir.join(name)).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
+}
+
+/// Whether an OS name from a skill (Node's `darwin`, `win32` or Rust's
+/// `macos`, `windows`, `linux`) is this host's.
+fn same_os(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    let canonical = match name.as_str() {
+        "darwin" | "mac" | "osx" => "macos",
+        "win32" | "win" => "windows",
+        other => other,
+    };
+    canonical == std::env::consts::OS
 }
 
 /// The skills of `read` (in folder order), sorted by name (ignoring case)
 /// then location, names taken twice dropped; diagnostics in folder order.
-pub fn collect(read: Vec<Read>, diagnostics: &mut Vec<Diagnostic>) -> Vec<Skill> {
+pub fn collect(read: Vec<Read>, config: &SkillsConfig, diagnostics: &mut Vec<Diagnostic>) -> Vec<Skill> {
     let mut skills = Vec::with_capacity(read.len());
     for r in read {
         match r {
@@ -95,21 +199,68 @@ pub fn collect(read: Vec<Read>, diagnostics: &mut Vec<Diagnostic>) -> Vec<Skill>
             Read::Skipped(d) => diagnostics.push(d),
         }
     }
-    let (skills, dropped) = sort_dedup(skills, |s| &s.name, |a, b| a.location.cmp(&b.location), SameName::IgnoringCase);
+    let (mut skills, dropped) = sort_dedup(
+        skills,
+        |s| &s.name,
+        |a, b| (a.precedence, &a.location).cmp(&(b.precedence, &b.location)),
+        SameName::IgnoringCase,
+    );
     if !dropped.is_empty() {
         diagnostics.push(Diagnostic::warn(
             "skill_duplicate",
             format!(
-                "{} skill(s) reuse a name already taken ignoring case ({}); the first by location is kept",
+                "{} skill(s) reuse a name already taken ignoring case ({}); the first by folder precedence, then location, is kept",
                 dropped.len(),
                 dropped.join(", ")
             ),
         ));
     }
+    if let Some(allow) = &config.allow {
+        let before = skills.len();
+        skills.retain(|s| allow.iter().any(|a| a.eq_ignore_ascii_case(&s.name)));
+        if skills.len() < before {
+            diagnostics.push(Diagnostic::info(
+                "skills_not_allowed",
+                format!("{} skill(s) are not in [skills] allow and are not listed", before - skills.len()),
+            ));
+        }
+    }
     skills
 }
 
-/// Renders the skills section body: the first `count` skills in `form`.
+/// The skills section for `mode`: the list in full mode; in task mode a
+/// search hint and the pinned skills; in minimal and none the pinned skills
+/// alone ("Pinned Skills"), or nothing. `count` and `form` (the budget's
+/// knobs) apply to whichever list is shown.
+pub fn render_for(mode: Mode, skills: &[Skill], pinned: &[String], form: SkillsForm, count: usize) -> String {
+    let is_pinned = |s: &&Skill| pinned.iter().any(|p| p.eq_ignore_ascii_case(&s.name));
+    match mode {
+        Mode::Full => render(skills, form, count),
+        Mode::Task => {
+            if skills.is_empty() {
+                return String::new();
+            }
+            let mut out = format!(
+                "## Skills\n{} skills are installed under {SKILLS_DIR}/<name>/SKILL.md. When a task may need one, search \
+                 the skill folders for it and read only the SKILL.md whose name and description match the task.",
+                skills.len()
+            );
+            let pins: Vec<Skill> = skills.iter().filter(is_pinned).cloned().collect();
+            let list = render(&pins, form, count);
+            if let Some(body) = list.strip_prefix("## Skills\n") {
+                out.push_str("\nPinned, always available:\n");
+                out.push_str(body);
+            }
+            out
+        }
+        Mode::Minimal | Mode::None => {
+            let pins: Vec<Skill> = skills.iter().filter(is_pinned).cloned().collect();
+            render(&pins, form, count).replacen("## Skills\n", "## Pinned Skills\n", 1)
+        }
+    }
+}
+
+/// Renders the skills list: the first `count` skills in `form`.
 pub fn render(skills: &[Skill], form: SkillsForm, count: usize) -> String {
     let total = skills.len();
     if total == 0 {
@@ -166,7 +317,7 @@ mod tests {
     use super::*;
 
     fn skill(n: &str, d: &str) -> Skill {
-        Skill { name: n.into(), description: d.into(), location: format!("skills/{n}/SKILL.md") }
+        Skill { name: n.into(), description: d.into(), location: format!("skills/{n}/SKILL.md"), precedence: 0 }
     }
 
     #[test]
