@@ -161,7 +161,47 @@ fn aieos_falls_back_to_the_markdown_persona_with_a_diagnostic() {
         assert_eq!(built.prompt, markdown, "{why}: the markdown persona stays");
         let d = diagnostic(&built, "plugin_log").unwrap_or_else(|| panic!("{why}: {:?}", built.diagnostics));
         assert!(d.contains("plugin aieos-identity") && d.contains(why) && d.contains("markdown persona"), "{d}");
+        if flag == "NO GRANT" {
+            // A read without the grant says so, and what to add, instead of
+            // looking like a missing file.
+            assert!(d.contains("not granted workspace-read") && d.contains("grants = [\"workspace-read\"]"), "{d}");
+            assert!(!d.contains("No such file"), "{d}");
+        }
     }
+}
+
+#[test]
+fn strict_builds_fail_on_any_plugin_failure_and_plugins_exits_nonzero_on_a_load_failure() {
+    let agent = Agent::with_plugins(&(builtin("hardware-access", "") + &fixture("bad", "panic", "")));
+    let dir = agent.path().to_str().unwrap();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_proem")).args(args).env("PROEM_CACHE_DIR", plugin_env()).output().unwrap()
+    };
+    let lenient = run(&["build", dir, "--now", "2026-11-21T09:30:00Z"]);
+    assert_eq!(lenient.status.code(), Some(0), "the build goes on without the plugin");
+    let strict = run(&["build", dir, "--strict", "--now", "2026-11-21T09:30:00Z"]);
+    assert_eq!(strict.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&strict.stderr);
+    assert!(err.contains("--strict") && err.contains("bad (trapped)") && err.contains("fixture panic"), "{err}");
+    assert!(strict.stdout.is_empty(), "nothing printed");
+    // A plugin that cannot load: `proem plugins` prints the table and exits 1.
+    agent.config("[[plugins]]\nid = \"gone\"\npath = \"plugins/none.wasm\"\n");
+    let plugins = run(&["plugins", dir]);
+    assert_eq!(plugins.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&plugins.stdout).contains("load_failed"));
+    assert!(String::from_utf8_lossy(&plugins.stderr).contains("1 configured plugin(s) failed to load: gone"));
+}
+
+#[test]
+fn proem_plugins_marks_a_capability_asked_for_and_not_granted() {
+    let agent = Agent::with_plugins(&fixture("asker", "sections", ""));
+    let table = proem_host::inspect::plugins_table(agent.assembler().plugins());
+    assert!(table.contains("workspace-read (asked, not granted)"), "{table}");
+    let granted = Agent::with_plugins(
+        &fixture("asker", "sections", "").replace("path =", "grants = [\"workspace-read\"]\npath ="),
+    );
+    let table = proem_host::inspect::plugins_table(granted.assembler().plugins());
+    assert!(table.contains("workspace-read") && !table.contains("asked, not granted"), "{table}");
 }
 
 // ---------------------------------------------------------------- determinism
@@ -254,13 +294,13 @@ fn inspect_shows_the_example_plugins_section_and_file() {
 
 #[test]
 fn proem_plugins_lists_the_builtins_and_an_agents_plugins() {
-    let run = |args: &[&str]| {
+    let run = |args: &[&str], code: i32| {
         let out =
             Command::new(env!("CARGO_BIN_EXE_proem")).args(args).env("PROEM_CACHE_DIR", plugin_env()).output().unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(out.status.code(), Some(code), "{}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8(out.stdout).unwrap()
     };
-    let builtins = run(&["plugins"]);
+    let builtins = run(&["plugins"], 0);
     let header = builtins.lines().next().unwrap();
     for col in ["ID", "VERSION", "HOOKS", "ASKS FOR", "GRANTED", "STATUS"] {
         assert!(header.contains(col), "{header}");
@@ -276,10 +316,13 @@ fn proem_plugins_lists_the_builtins_and_an_agents_plugins() {
     let agent = Agent::with_plugins(
         &(fixture("fix", "sections", "") + "[[plugins]]\nid = \"broken\"\npath = \"plugins/nothing.wasm\"\n"),
     );
-    let listed = run(&["plugins", agent.path().to_str().unwrap()]);
+    // A configured plugin that cannot load: the table, then exit 1.
+    let listed = run(&["plugins", agent.path().to_str().unwrap()], 1);
     let fix = listed.lines().find(|l| l.starts_with("fix ")).unwrap();
     assert!(
-        fix.contains("sections,overlay,bootstrap") && fix.contains("workspace-read,network") && fix.contains("ok"),
+        fix.contains("sections,overlay,bootstrap")
+            && fix.contains("workspace-read (asked, not granted),network")
+            && fix.contains("ok"),
         "{fix}"
     );
     let broken = listed.lines().find(|l| l.starts_with("broken ")).unwrap();

@@ -377,16 +377,14 @@ fn mcp_tools(inputs: &CoreInputs) -> Option<String> {
 /// reasoning format, reply tags and messaging rules.
 fn output_format(inputs: &CoreInputs) -> Option<String> {
     let r = &inputs.config.runtime;
-    let mut parts = Vec::new();
-    if r.reasoning_tags {
-        parts.push("### Reasoning Format\nThink inside <think>…</think> first, then give the reply inside <final>…</final>. Only the text in <final> reaches the user.");
-    }
-    if r.reply_tags {
-        parts.push("### Reply Tags\nTo reply to the message you are answering, start with [[reply_to_current]]; to reply to an earlier one, [[reply_to:<message id>]]. Use a tag only when threading helps.");
-    }
-    if r.messaging {
-        parts.push("### Messaging\nYour reply goes to the chat the message came from. To reach anyone or any other chat, use the message tool; never claim you sent something you did not send with it.");
-    }
+    let parts: Vec<&str> = [
+        (r.reasoning_tags, "### Reasoning Format\nThink inside <think>…</think> first, then give the reply inside <final>…</final>. Only the text in <final> reaches the user."),
+        (r.reply_tags, "### Reply Tags\nTo reply to the message you are answering, start with [[reply_to_current]]; to reply to an earlier one, [[reply_to:<message id>]]. Use a tag only when threading helps."),
+        (r.messaging, "### Messaging\nYour reply goes to the chat the message came from. To reach anyone or any other chat, use the message tool; never claim you sent something you did not send with it."),
+    ]
+    .into_iter()
+    .filter_map(|(on, text)| on.then_some(text))
+    .collect();
     (!parts.is_empty()).then(|| format!("## Output Format\n{}", parts.join("\n\n")))
 }
 

@@ -140,11 +140,28 @@ pub fn plugins_table(set: &crate::plugin::PluginSet) -> String {
     let mut rows = Vec::new();
     let mut problems = String::new();
     for p in set.plugins() {
+        let granted = p.grants.names();
         let (version, hooks, asks) = match &p.state {
             Ok(ready) => (
                 ready.info.version.clone(),
                 ready.info.hooks(),
-                if ready.info.capabilities.is_empty() { "-".into() } else { ready.info.capabilities.join(",") },
+                if ready.info.capabilities.is_empty() {
+                    "-".into()
+                } else {
+                    // A grant proem knows, asked for and not given, says so.
+                    ready
+                        .info
+                        .capabilities
+                        .iter()
+                        .map(|c| {
+                            match crate::plugin::GRANT_NAMES.contains(&c.as_str()) && !granted.contains(&c.as_str()) {
+                                true => format!("{c} (asked, not granted)"),
+                                false => c.clone(),
+                            }
+                        })
+                        .collect::<Vec<_>>()
+                        .join(",")
+                },
             ),
             Err(why) => {
                 let _ = writeln!(problems, "{}: {why}", p.id);

@@ -31,6 +31,10 @@ enum Command {
         /// message (marker removed).
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
+        /// Fail (exit 1, nothing printed) when any plugin failed to load or
+        /// was left out of the build, instead of building without it.
+        #[arg(long)]
+        strict: bool,
     },
     /// Build, then show where every character and token came from: sections
     /// and files largest first, with the stable and dynamic totals.
@@ -122,9 +126,15 @@ fn main() -> ExitCode {
     init_logging();
     let cli = Cli::parse();
     match run(cli) {
-        Ok(out) => {
-            print!("{out}");
-            ExitCode::SUCCESS
+        Ok(Output { text, failure }) => {
+            print!("{text}");
+            match failure {
+                None => ExitCode::SUCCESS,
+                Some(why) => {
+                    eprintln!("proem: error: {why}");
+                    ExitCode::from(1)
+                }
+            }
         }
         Err(e) => {
             eprintln!("proem: error: {e}");
@@ -133,19 +143,66 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(cli: Cli) -> Result<String, ProemError> {
+/// What a command prints, and why it fails after printing (exit 1), if so.
+struct Output {
+    text: String,
+    failure: Option<String>,
+}
+
+impl From<String> for Output {
+    fn from(text: String) -> Output {
+        Output { text, failure: None }
+    }
+}
+
+/// The table of a plugin set, failing when a configured plugin did not load.
+fn plugins_output(set: &PluginSet) -> Output {
+    let failed: Vec<&str> = set.plugins().iter().filter(|p| p.state.is_err()).map(|p| p.id.as_str()).collect();
+    Output {
+        text: inspect::plugins_table(set),
+        failure: (!failed.is_empty()).then(|| {
+            format!(
+                "{} configured plugin(s) failed to load: {} (the reasons are above)",
+                failed.len(),
+                failed.join(", ")
+            )
+        }),
+    }
+}
+
+fn run(cli: Cli) -> Result<Output, ProemError> {
     match cli.command {
-        Command::Build { turn, format: f } => {
+        Command::Build { turn, format: f, strict } => {
             let built = build(&turn)?;
+            if strict {
+                let failed: Vec<String> = built
+                    .plugins
+                    .iter()
+                    .filter(|p| p.status != "ok")
+                    .map(|p| format!("{} ({})", p.id, p.status))
+                    .collect();
+                if !failed.is_empty() {
+                    let reasons: Vec<&str> = built
+                        .diagnostics
+                        .iter()
+                        .filter(|d| d.code.starts_with("plugin_") && d.level == proem_host::report::Level::Error)
+                        .map(|d| d.message.as_str())
+                        .collect();
+                    return Err(ProemError::input(
+                        "--strict",
+                        format!("plugin(s) failed: {}; {}", failed.join(", "), reasons.join("; ")),
+                    ));
+                }
+            }
             let mut out = format(&built, f);
             if f == Format::Json {
                 out.push('\n');
             }
-            Ok(out)
+            Ok(out.into())
         }
-        Command::Inspect { turn } => Ok(inspect::table(&build(&turn)?)),
+        Command::Inspect { turn } => Ok(inspect::table(&build(&turn)?).into()),
         Command::Plugins { agent_dir: Some(dir), config } => {
-            Ok(inspect::plugins_table(Assembler::open(&dir, config.as_deref())?.plugins()))
+            Ok(plugins_output(Assembler::open(&dir, config.as_deref())?.plugins()))
         }
         Command::Plugins { agent_dir: None, config: Some(_) } => {
             Err(ProemError::input("--config", "give the agent directory too: proem plugins AGENT_DIR --config FILE"))
@@ -166,7 +223,7 @@ fn run(cli: Cli) -> Result<String, ProemError> {
                 })
                 .collect();
             let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-            Ok(inspect::plugins_table(&PluginSet::load(&configs, &here)?))
+            Ok(plugins_output(&PluginSet::load(&configs, &here)?))
         }
     }
 }
