@@ -510,3 +510,39 @@ fn processes_racing_to_fill_the_cache_leave_valid_entries_and_nothing_else() {
         assert_eq!(agent.snapshot(), agent_before, "nothing written into the agent directory");
     }
 }
+
+#[test]
+fn plugin_check_explains_each_problem_with_its_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let check = |name: &str, bytes: &[u8]| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_proem"))
+            .args(["plugin", "check", path.to_str().unwrap()])
+            .env("PROEM_CACHE_DIR", plugin_env())
+            .output()
+            .unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).to_string())
+    };
+    let (code, text) = check("good.wasm", &guest_wasm("hardware-access"));
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains("ok       a component for proem plugin API 0.1") && text.contains("hooks sections"),
+        "{text}"
+    );
+    let (code, text) = check("fixture.wasm", &guest_wasm("proem-fixture-guest"));
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains("note     asks for workspace-read: the operator grants it with grants = [\"workspace-read\"]")
+    );
+    let cases: [(&str, Vec<u8>, &str); 3] = [
+        ("rlib.wasm", b"!<arch>\nnot wasm".to_vec(), "crate-type = [\"cdylib\"]"),
+        ("core.wasm", wat::parse_str("(module)").unwrap(), "--target wasm32-wasip2"),
+        ("bare.wasm", wat::parse_str("(component)").unwrap(), "register_plugin!"),
+    ];
+    for (name, bytes, fix) in cases {
+        let (code, text) = check(name, &bytes);
+        assert_eq!(code, Some(1), "{name}: {text}");
+        assert!(text.contains("problem") && text.contains(fix), "{name}: {text}");
+    }
+}

@@ -42,6 +42,11 @@ enum Command {
         #[command(flatten)]
         turn: TurnArgs,
     },
+    /// Work on a plugin binary: `proem plugin check FILE.wasm`.
+    Plugin {
+        #[command(subcommand)]
+        action: PluginAction,
+    },
     /// List plugins: the built-in ones (no AGENT_DIR), or the agent's
     /// configured ones, with id, version, hooks, the capabilities each asks
     /// for, what proem.toml grants it, and whether it loads.
@@ -52,6 +57,19 @@ enum Command {
         /// Config file to use instead of AGENT_DIR/proem.toml.
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
+enum PluginAction {
+    /// Check a plugin binary the way proem loads one (a component, a
+    /// supported API version, only imports proem provides, describe
+    /// answering, declared hooks exported), each problem with its fix.
+    /// Exit 1 when any check fails.
+    Check {
+        /// The plugin's .wasm file.
+        #[arg(value_name = "FILE.wasm")]
+        file: PathBuf,
     },
 }
 
@@ -201,6 +219,13 @@ fn run(cli: Cli) -> Result<Output, ProemError> {
             Ok(out.into())
         }
         Command::Inspect { turn } => Ok(inspect::table(&build(&turn)?).into()),
+        Command::Plugin { action: PluginAction::Check { file } } => {
+            let report = proem_host::plugin::check::check(&file);
+            Ok(Output {
+                text: report.text,
+                failure: (!report.ok).then(|| format!("{}: the plugin has problems (listed above)", file.display())),
+            })
+        }
         Command::Plugins { agent_dir: Some(dir), config } => {
             Ok(plugins_output(Assembler::open(&dir, config.as_deref())?.plugins()))
         }

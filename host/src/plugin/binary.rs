@@ -15,7 +15,9 @@ const OFFERED_IMPORTS: &[&str] = &["proem:plugin/", "wasi:"];
 pub fn check(bytes: &[u8]) -> Result<String, String> {
     const MAGIC: &[u8; 4] = b"\0asm";
     if bytes.len() < 8 || &bytes[..4] != MAGIC {
-        return Err("not a WebAssembly file".into());
+        return Err("not a WebAssembly file (a Rust plugin crate needs `crate-type = [\"cdylib\"]` in its [lib] \
+                    section to produce one, in target/wasm32-wasip2/release/)"
+            .into());
     }
     let layer = u16::from_le_bytes([bytes[6], bytes[7]]);
     if layer == 0 {
@@ -62,7 +64,9 @@ pub fn check(bytes: &[u8]) -> Result<String, String> {
         (Some(v), _) => v,
         (None, Some(v)) => v.clone(),
         (None, None) => {
-            return Err("not a proem plugin: it exports no proem:plugin/describe interface".into());
+            return Err("not a proem plugin: it exports no proem:plugin/describe interface \
+                        (with proem-sdk, call `proem_sdk::register_plugin!(YourPlugin);` once in lib.rs)"
+                .into());
         }
     };
     if !wit::is_supported(&version) {
@@ -75,6 +79,29 @@ pub fn check(bytes: &[u8]) -> Result<String, String> {
         ));
     }
     Ok(version)
+}
+
+/// The top-level interfaces a component imports and exports, for
+/// `proem plugin check`. Names are labels (safe to print).
+pub fn interfaces(bytes: &[u8]) -> (Vec<String>, Vec<String>) {
+    let mut imports = Vec::new();
+    let mut exports = Vec::new();
+    let mut depth = 0usize;
+    for payload in wasmparser::Parser::new(0).parse_all(bytes) {
+        let Ok(payload) = payload else { break };
+        match payload {
+            wasmparser::Payload::ModuleSection { .. } | wasmparser::Payload::ComponentSection { .. } => depth += 1,
+            wasmparser::Payload::End(_) => depth = depth.saturating_sub(1),
+            wasmparser::Payload::ComponentImportSection(reader) if depth == 0 => {
+                imports.extend(reader.into_iter().flatten().map(|i| crate::plugin::hooks::label(i.name.0, 120)));
+            }
+            wasmparser::Payload::ComponentExportSection(reader) if depth == 0 => {
+                exports.extend(reader.into_iter().flatten().map(|e| crate::plugin::hooks::label(e.name.0, 120)));
+            }
+            _ => {}
+        }
+    }
+    (imports, exports)
 }
 
 #[cfg(test)]

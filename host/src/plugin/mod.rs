@@ -17,6 +17,7 @@ pub mod binary;
 pub mod builtin;
 pub mod cache;
 pub mod call;
+pub mod check;
 pub mod engine;
 pub mod hooks;
 pub mod sandbox;
