@@ -294,6 +294,19 @@ mod limits {
     }
 }
 
+/// Resource handles are host memory: a plugin holding a million pollables
+/// is stopped at the handle cap; a few hundred are fine.
+#[test]
+fn resource_handles_are_capped() {
+    let agent = Agent::with_plugins(&fixture("hoard", "hoard", "count = 1000000"));
+    let built = agent.build(&turn());
+    assert_eq!(plugin_status(&built, "hoard"), "trapped", "{:?}", built.diagnostics);
+    let agent = Agent::with_plugins(&fixture("hoard", "hoard", "count = 300"));
+    let built = agent.build(&turn());
+    assert_eq!(plugin_status(&built, "hoard"), "ok", "{:?}", built.diagnostics);
+    assert!(built.prompt.contains("held 300"));
+}
+
 // 6. Every file proem opens is opened safely -----------------------------------
 
 fn fifo(path: &std::path::Path) {

@@ -183,6 +183,8 @@ pub async fn call(
     let mut store = Store::new(&engine.engine, state);
     store.limiter(|s| &mut s.limiter);
     store.set_hostcall_fuel(limits.max_transfer);
+    // Every pollable, stream or other resource a plugin holds is host memory.
+    store.set_max_component_handles(crate::plugin::sandbox::MAX_HANDLES);
     // Each tick past the epoch deadline asks the call's clock, whose deadline
     // host functions move (see `CallClock`): wasm time is the plugin's, host
     // time is not.

@@ -13,7 +13,7 @@
 //! | monotonic clock | frozen at 0; timers fire at once, `poll` waits for all (`virtual_io.rs`) | none |
 //! | randomness | seeded from the plugin id (reproducible) | none |
 //! | memory | 32 MiB (`memory_mib`), all memories and tables of the call together | per plugin |
-//! | instances, memories, tables | at most [`MAX_INSTANCES`], [`MAX_MEMORIES`], [`MAX_TABLES`] | none |
+//! | instances, memories, tables, handles | at most [`MAX_INSTANCES`], [`MAX_MEMORIES`], [`MAX_TABLES`], [`MAX_HANDLES`] | none |
 //! | `count-tokens` | at most [`COUNT_TOKENS_MAX_BYTES`] a call, charged [`COUNT_TOKENS_COST_PER_KIB`] | none |
 //!
 //! Time a plugin is charged is never the host's real time: host functions
@@ -84,6 +84,10 @@ pub const MAX_INSTANCES: usize = 64;
 pub const MAX_MEMORIES: usize = 4;
 /// Most tables one call may create.
 pub const MAX_TABLES: usize = 16;
+/// Most resource handles (pollables, streams, …) a call may hold at once:
+/// each is host memory (wasmtime's default allows 100,000).
+pub const MAX_HANDLES: usize = 4096;
+
 /// What one table entry is charged against the memory cap, in bytes (a
 /// function reference as wasmtime stores it, rounded up).
 pub const TABLE_ENTRY_BYTES: usize = 16;
