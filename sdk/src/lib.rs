@@ -40,9 +40,12 @@ mod output;
 mod wit_glue;
 pub mod workspace;
 
-pub use context::{ChatKind, Context, Mode, Skill, Tool};
+pub use context::{ChatKind, Context, ContextBuilder, Mode, Skill, Tool};
 pub use glob::{glob_match, matching_tools};
 pub use output::{File, Overlay, Section, Slot, Zone};
+/// The JSON library [`Context::config`] is in, so a plugin needs no
+/// serde_json of its own (e.g. `proem_sdk::serde_json::json!` in tests).
+pub use serde_json;
 
 /// The plugin API version this SDK speaks (the WIT package version).
 pub const API_VERSION: &str = "0.1.0";
