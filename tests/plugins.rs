@@ -546,3 +546,28 @@ fn plugin_check_explains_each_problem_with_its_fix() {
         assert!(text.contains("problem") && text.contains(fix), "{name}: {text}");
     }
 }
+
+#[test]
+fn a_pinned_binary_that_changed_never_loads() {
+    let bytes = guest_wasm("proem-fixture-guest");
+    let digest: String = {
+        use sha2::{Digest, Sha256};
+        Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect()
+    };
+    let pinned = |pin: &str| fixture("fix", "sections", "").replace("path =", &format!("sha256 = \"{pin}\"\npath ="));
+    let agent = Agent::with_plugins(&pinned(&digest.to_uppercase()));
+    assert_eq!(plugin_status(&agent.build(&turn()), "fix"), "ok", "the pinned digest matches (any case)");
+    let other = "ab".repeat(32);
+    agent.config(&format!("[agent]\nid = \"testbot\"\n\n{}", pinned(&other)));
+    let out = Command::new(env!("CARGO_BIN_EXE_proem"))
+        .args(["build", agent.path().to_str().unwrap()])
+        .env("PROEM_CACHE_DIR", plugin_env())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "not required, still fatal");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&digest) && err.contains(&other) && err.contains("the binary changed"), "{err}");
+    agent.config(&format!("[agent]\nid = \"testbot\"\n\n{}", pinned("not-hex")));
+    let err = proem_host::Assembler::open(agent.path(), None).err().unwrap().to_string();
+    assert!(err.contains("sha256") && err.contains("64 hexadecimal digits"), "{err}");
+}

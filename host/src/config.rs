@@ -508,6 +508,9 @@ pub struct PluginConfig {
     pub deadline_ms: Option<u32>,
     /// Cap on each section, prefix, suffix or file it returns, in KiB (default 64).
     pub output_kib: Option<u32>,
+    /// The SHA-256 (hex) the plugin's bytes must have: a pinned binary that
+    /// changed fails to load (exit 1) naming both digests.
+    pub sha256: Option<String>,
 }
 
 /// The largest config file proem reads.
@@ -667,6 +670,11 @@ impl Config {
             ] {
                 if let Some(v) = value.filter(|v| !range.contains(v)) {
                     return err(format!("{key} = {v} is outside {}..={}", range.start(), range.end()));
+                }
+            }
+            if let Some(pin) = &p.sha256 {
+                if pin.len() != 64 || !pin.bytes().all(|b| b.is_ascii_hexdigit()) {
+                    return err(format!("sha256 {pin:?} is not 64 hexadecimal digits"));
                 }
             }
             match (&p.source, &p.path) {

@@ -245,6 +245,7 @@ fn run(cli: Cli) -> Result<Output, ProemError> {
                     memory_mib: None,
                     deadline_ms: None,
                     output_kib: None,
+                    sha256: None,
                 })
                 .collect();
             let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));

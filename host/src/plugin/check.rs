@@ -67,6 +67,7 @@ pub fn check(path: &Path) -> CheckReport {
         memory_mib: None,
         deadline_ms: None,
         output_kib: None,
+        sha256: None,
     };
     let set = match PluginSet::load_with_cache(&[config], dir.path(), None) {
         Ok(set) => set,

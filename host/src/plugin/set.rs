@@ -23,6 +23,7 @@ use crate::report::{Diagnostic, PluginReport};
 use crate::section::Section;
 use crate::sync::Lock;
 use crate::tokens::Tokenizer;
+use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -186,6 +187,24 @@ impl PluginSet {
         let mut plugins: Vec<LoadedPlugin> = Vec::with_capacity(configs.len());
         let prepared: Vec<(LoadedPlugin, Result<Vec<u8>, String>)> =
             configs.iter().map(|c| prepare(c, agent_dir)).collect();
+        // A pinned binary that changed never loads, required or not.
+        for (config, (plugin, bytes)) in configs.iter().zip(&prepared) {
+            if let (Some(pin), Ok(bytes)) = (&config.sha256, bytes) {
+                let digest: String = Sha256::digest(bytes).iter().map(|x| format!("{x:02x}")).collect();
+                if !digest.eq_ignore_ascii_case(pin) {
+                    return Err(ProemError::Plugin {
+                        id: plugin.id.clone(),
+                        message: format!(
+                            "plugin {}: {} has sha256 {digest}, but proem.toml pins {}: the binary changed; \
+                             check where it came from, then update sha256 or restore the file",
+                            plugin.id,
+                            plugin.origin,
+                            pin.to_ascii_lowercase()
+                        ),
+                    });
+                }
+            }
+        }
         if prepared.is_empty() {
             return Ok(PluginSet { plugins, agent_dir: agent_dir.to_path_buf(), memo: Lock::default() });
         }
