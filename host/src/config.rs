@@ -484,7 +484,7 @@ pub struct RuntimeConfig {
 }
 
 /// One `[[plugins]]` entry.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct PluginConfig {
     /// The plugin's id.

@@ -238,14 +238,7 @@ fn run(cli: Cli) -> Result<Output, ProemError> {
                 .map(|id| PluginConfig {
                     id: id.to_string(),
                     source: Some(format!("builtin:{id}")),
-                    path: None,
-                    grants: Vec::new(),
-                    config: None,
-                    required: false,
-                    memory_mib: None,
-                    deadline_ms: None,
-                    output_kib: None,
-                    sha256: None,
+                    ..PluginConfig::default()
                 })
                 .collect();
             let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));

@@ -57,18 +57,7 @@ pub fn check(path: &Path) -> CheckReport {
         problem(&mut text, format!("cannot copy the plugin: {e}"));
         return CheckReport { text, ok: false };
     }
-    let config = PluginConfig {
-        id: "checked".into(),
-        source: None,
-        path: Some("plugin.wasm".into()),
-        grants: Vec::new(),
-        config: None,
-        required: false,
-        memory_mib: None,
-        deadline_ms: None,
-        output_kib: None,
-        sha256: None,
-    };
+    let config = PluginConfig { id: "checked".into(), path: Some("plugin.wasm".into()), ..PluginConfig::default() };
     let set = match PluginSet::load_with_cache(&[config], dir.path(), None) {
         Ok(set) => set,
         Err(e) => {
