@@ -571,3 +571,59 @@ fn a_pinned_binary_that_changed_never_loads() {
     let err = proem_host::Assembler::open(agent.path(), None).err().unwrap().to_string();
     assert!(err.contains("sha256") && err.contains("64 hexadecimal digits"), "{err}");
 }
+
+/// The author's path, end to end: `proem plugin new` in an empty folder,
+/// `cargo build --release --target wasm32-wasip2` in the new crate (its own
+/// rust-toolchain.toml), `proem plugin check`, then the plugin in an agent.
+#[test]
+fn a_scaffolded_plugin_builds_on_its_own_and_loads() {
+    let work = tempfile::tempdir().unwrap();
+    let sdk = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../sdk");
+    let new = Command::new(env!("CARGO_BIN_EXE_proem"))
+        .args(["plugin", "new", "hello-notes", "--hooks", "sections,overlay", "--sdk-path", sdk.to_str().unwrap()])
+        .current_dir(work.path())
+        .output()
+        .unwrap();
+    assert!(new.status.success(), "{}", String::from_utf8_lossy(&new.stderr));
+    let krate = work.path().join("hello-notes");
+    for file in ["Cargo.toml", "rust-toolchain.toml", "src/lib.rs", "README.md"] {
+        assert!(krate.join(file).is_file(), "{file}");
+    }
+    assert!(std::fs::read_to_string(krate.join("rust-toolchain.toml")).unwrap().contains("wasm32-wasip2"));
+    // A second `new` with the same name refuses to overwrite.
+    let again = Command::new(env!("CARGO_BIN_EXE_proem"))
+        .args(["plugin", "new", "hello-notes"])
+        .current_dir(work.path())
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already exists"));
+
+    let target = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("scaffold-target");
+    let mut build = Command::new("cargo");
+    build.args(["build", "--release", "--target", "wasm32-wasip2", "--target-dir"]).arg(&target).current_dir(&krate);
+    for var in
+        ["CARGO_ENCODED_RUSTFLAGS", "RUSTFLAGS", "CARGO_TARGET_DIR", "CARGO_BUILD_TARGET", "RUSTC_WORKSPACE_WRAPPER"]
+    {
+        build.env_remove(var);
+    }
+    let built = build.output().unwrap();
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    let wasm = target.join("wasm32-wasip2/release/hello_notes.wasm");
+    let check = Command::new(env!("CARGO_BIN_EXE_proem"))
+        .args(["plugin", "check", wasm.to_str().unwrap()])
+        .env("PROEM_CACHE_DIR", plugin_env())
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&check.stdout);
+    assert_eq!(check.status.code(), Some(0), "{report}");
+    assert!(report.contains("id hello-notes") && report.contains("hooks sections,overlay"), "{report}");
+
+    let agent = Agent::with_plugins("[[plugins]]\nid = \"hello-notes\"\npath = \"plugins/hello_notes.wasm\"\n");
+    agent.bytes("plugins/hello_notes.wasm", &std::fs::read(&wasm).unwrap());
+    let prompt = agent.build(&Turn { provider: Some("openai".into()), ..turn() }).prompt;
+    assert!(
+        prompt.contains("## Note\nHello from a proem plugin.") && prompt.starts_with("Answer in plain prose."),
+        "{prompt}"
+    );
+}

@@ -71,6 +71,21 @@ enum PluginAction {
         #[arg(value_name = "FILE.wasm")]
         file: PathBuf,
     },
+    /// Create a standalone plugin crate NAME in the current folder: its own
+    /// rust-toolchain.toml (with the wasm32-wasip2 target), a cdylib,
+    /// proem-sdk, and the hooks asked for. Build it with
+    /// `cargo build --release --target wasm32-wasip2`.
+    New {
+        /// The crate and plugin name (a-z, 0-9, -, _).
+        #[arg(value_name = "NAME")]
+        name: String,
+        /// Hooks to implement, comma-separated: sections, overlay, bootstrap.
+        #[arg(long, value_name = "HOOKS", default_value = "sections", value_delimiter = ',')]
+        hooks: Vec<String>,
+        /// Depend on a local proem-sdk (a folder) instead of the published one.
+        #[arg(long, value_name = "DIR")]
+        sdk_path: Option<PathBuf>,
+    },
 }
 
 #[derive(Args)]
@@ -219,6 +234,25 @@ fn run(cli: Cli) -> Result<Output, ProemError> {
             Ok(out.into())
         }
         Command::Inspect { turn } => Ok(inspect::table(&build(&turn)?).into()),
+        Command::Plugin { action: PluginAction::New { name, hooks, sdk_path } } => {
+            use proem_host::plugin::scaffold::{new_plugin, ScaffoldHook};
+            let hooks = hooks.iter().map(|h| ScaffoldHook::parse(h)).collect::<Result<Vec<_>, _>>();
+            let hooks = hooks.map_err(|e| ProemError::input("--hooks", e))?;
+            let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+            let dir =
+                new_plugin(&here, &name, &hooks, sdk_path.as_deref()).map_err(|e| ProemError::input("NAME", e))?;
+            Ok(format!(
+                "created {}
+next:
+  cd {name}
+  cargo build --release --target wasm32-wasip2
+  proem plugin check target/wasm32-wasip2/release/{}.wasm
+",
+                dir.display(),
+                name.replace('-', "_")
+            )
+            .into())
+        }
         Command::Plugin { action: PluginAction::Check { file } } => {
             let report = proem_host::plugin::check::check(&file);
             Ok(Output {

@@ -21,6 +21,7 @@ pub mod check;
 pub mod engine;
 pub mod hooks;
 pub mod sandbox;
+pub mod scaffold;
 pub mod set;
 pub mod virtual_io;
 pub mod wit;
