@@ -64,3 +64,13 @@ fn the_plugin_package_has_the_designed_shape() {
     // No free functions in the world: everything is versioned through an interface.
     assert!(world.exports.values().chain(world.imports.values()).all(|i| !matches!(i, WorldItem::Function(_))));
 }
+
+/// The SDK carries its own copy of the WIT (so `cargo package -p proem-sdk`
+/// works); it must be the same bytes as the contract in wit/.
+#[test]
+fn the_sdks_copy_of_the_wit_is_the_contract() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let contract = std::fs::read(root.join("wit/0.1.0/proem.wit")).unwrap();
+    let copy = std::fs::read(root.join("sdk/wit/proem.wit")).unwrap();
+    assert!(contract == copy, "sdk/wit/proem.wit differs from wit/0.1.0/proem.wit: copy it over");
+}

@@ -10,7 +10,9 @@ use std::marker::PhantomData;
 #[doc(hidden)]
 pub mod wit {
     wit_bindgen::generate!({
-        path: "../wit/0.1.0",
+        // A copy of wit/0.1.0 inside the crate, so it packages and publishes on
+        // its own; tests/wit_package.rs checks the two are the same bytes.
+        path: "wit",
         world: "plugin",
         pub_export_macro: true,
         export_macro_name: "__export_proem_plugin",
