@@ -627,3 +627,24 @@ fn a_scaffolded_plugin_builds_on_its_own_and_loads() {
         "{prompt}"
     );
 }
+
+/// The testkit runs a built .wasm through the real host, as a plugin
+/// author's own test would.
+#[test]
+fn the_testkit_runs_a_built_plugin_in_the_real_host() {
+    use proem_host::testkit::PluginHarness;
+    plugin_env();
+    let dir = tempfile::tempdir().unwrap();
+    let wasm = dir.path().join("hardware_access.wasm");
+    std::fs::write(&wasm, guest_wasm("hardware-access")).unwrap();
+    let harness = PluginHarness::new(&wasm).unwrap().config("{ patterns = [\"gpio_*\"] }").file("SOUL.md", "Calm.");
+    let built = harness.build(&Turn { tools: Some(tools(&["gpio_write", "shell"])), ..turn() }).unwrap();
+    assert_eq!(harness.contributed(&built), ["hardware_access"]);
+    assert!(built.prompt.contains("gpio_write") && built.prompt.contains("Calm."));
+    // A failing plugin is the harness's error, with the reason.
+    let bad = dir.path().join("fixture.wasm");
+    std::fs::write(&bad, guest_wasm("proem-fixture-guest")).unwrap();
+    let err =
+        PluginHarness::new(&bad).unwrap().config("{ behave = \"panic\" }").build(&turn()).unwrap_err().to_string();
+    assert!(err.contains("fixture panic") && err.contains("required"), "{err}");
+}

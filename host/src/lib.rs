@@ -29,6 +29,7 @@ pub mod report;
 pub mod section;
 pub mod skills;
 pub mod sync;
+pub mod testkit;
 pub mod text;
 pub mod tokens;
 pub mod tools;
