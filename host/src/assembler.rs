@@ -168,9 +168,7 @@ impl Assembler {
         paths.push("memory.md".into());
         paths.extend(self.config.bootstrap.extra_files.iter().cloned());
         paths.extend(self.config.tools.file.iter().cloned());
-        if let Some(ws) = &self.config.team.workspace {
-            paths.push(format!("{}/TEAM.md", ws.trim_end_matches('/')));
-        }
+        paths.extend(self.config.team.team_file());
         for root in skills::roots(&self.config.skills) {
             paths.push(root.to_string());
             for dir in self.workspace.subdirs(root) {

@@ -97,7 +97,7 @@ pub fn load(
     extras.sort();
     extras.dedup();
     // The team's TEAM.md, read like GoClaw's optional files.
-    let team_file = config.team.workspace.as_deref().map(|ws| format!("{}/TEAM.md", ws.trim_end_matches('/')));
+    let team_file = config.team.team_file();
     let names = STANDARD_FILES
         .iter()
         .copied()
@@ -118,9 +118,8 @@ pub fn load(
         if no_memory && MEMORY_FILES.contains(&name) {
             continue;
         }
-        let is_extra =
-            !STANDARD_FILES.contains(&name) && !OPTIONAL_FILES.contains(&name) && Some(name) != team_file.as_deref();
         let is_optional = OPTIONAL_FILES.contains(&name) || Some(name) == team_file.as_deref();
+        let is_extra = !STANDARD_FILES.contains(&name) && !is_optional;
         let mut read = ws.read_text(name, config.bootstrap.max_file_bytes);
         let mut shown_name = name.to_string();
         if name == "MEMORY.md" && read == Err(Unavailable::Missing) {

@@ -67,7 +67,10 @@ pub fn fit(
 ) -> Result<Fitted, ProemError> {
     let untouched = Knobs::untouched(inputs);
     let mut knobs = untouched.clone();
+    // Both depend on the protected sections alone, which no knob changes:
+    // counted once.
     let mut stable_limit = None;
+    let mut protected = None;
     for _ in 0..MAX_STEPS {
         let render = core_sections::render(inputs, &knobs);
         let kept: Vec<Section> = contributed.iter().filter(|s| !knobs.dropped.contains(&s.key())).cloned().collect();
@@ -108,7 +111,7 @@ pub fn fit(
             report_cuts(inputs, contributed, &untouched, &knobs, diagnostics);
             return Ok(Fitted { render, sections, joined, total_tokens: total, knobs });
         }
-        let needed = protected_tokens(&sections, counter);
+        let needed = *protected.get_or_insert_with(|| protected_tokens(&sections, counter));
         if needed > budget {
             return Err(ProemError::BudgetTooSmall { needed, budget, over: needed - budget });
         }

@@ -218,6 +218,16 @@ impl TeamConfig {
     pub fn is_on(&self) -> bool {
         !self.members.is_empty() || !self.delegates.is_empty() || self.workspace.is_some()
     }
+
+    /// The shared folder without a trailing `/`.
+    pub fn folder(&self) -> Option<&str> {
+        self.workspace.as_deref().map(|ws| ws.trim_end_matches('/'))
+    }
+
+    /// The workspace-relative path of the team's TEAM.md.
+    pub fn team_file(&self) -> Option<String> {
+        self.folder().map(|ws| format!("{ws}/TEAM.md"))
+    }
 }
 
 /// `[sessions]`: how sub-agent and heartbeat sessions are prompted.

@@ -322,10 +322,7 @@ fn shell(inputs: &CoreInputs) -> Option<String> {
     if let Some(text) = tools.credentialed_cli.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
         lines.push(neutralize(text));
     }
-    let mut groups: Vec<String> =
-        tools.shell_deny_groups.iter().map(|g| one_line(g, 40)).filter(|g| !g.is_empty()).collect();
-    groups.sort();
-    groups.dedup();
+    let groups = sorted_unique(tools.shell_deny_groups.iter().map(|g| one_line(g, 40)));
     if !groups.is_empty() {
         lines.push(format!(
             "These groups of shell commands are blocked here: {}. Do not run them, and do not work around the block (another shell, a script, an encoded command); say what you would have run and why instead.",
@@ -413,15 +410,13 @@ fn team(inputs: &CoreInputs) -> Option<String> {
             }
         }
     }
-    if let Some(ws) = &t.workspace {
+    if let Some(ws) = t.folder() {
         out.push_str(&format!(
             "\nThe team shares the folder {}/: keep shared work there; its TEAM.md (below, when present) says how the team works.",
-            one_line(ws.trim_end_matches('/'), 200)
+            one_line(ws, 200)
         ));
     }
-    let mut delegates: Vec<String> = t.delegates.iter().map(|d| one_line(d, 64)).filter(|d| !d.is_empty()).collect();
-    delegates.sort();
-    delegates.dedup();
+    let delegates = sorted_unique(t.delegates.iter().map(|d| one_line(d, 64)));
     if !delegates.is_empty() {
         out.push_str(&format!(
             "\n### Delegation Targets\nHand work that fits them to these agents instead of doing it all yourself: {}. Give each a self-contained task and report back what they did.",
@@ -616,16 +611,28 @@ fn silent_replies(token: &str) -> String {
     )
 }
 
+/// Names from the config as the prompt lists them: non-empty, sorted, each
+/// once (so the order they were written in never shows).
+fn sorted_unique(names: impl Iterator<Item = String>) -> Vec<String> {
+    let mut names: Vec<String> = names.filter(|n| !n.is_empty()).collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// `[runtime] capabilities` as the runtime line and the Channel
+/// Capabilities section both show them: one-line, lowercased, sorted, once.
+fn capability_labels(capabilities: &[String]) -> Vec<String> {
+    sorted_unique(capabilities.iter().map(|c| one_line(c, 40).to_lowercase()))
+}
+
 /// What a messaging channel does with replies (ZeroClaw's Channel
 /// Capabilities), with the capabilities `[runtime] capabilities` lists.
 fn channel_capabilities(channel: &str, capabilities: &[String]) -> String {
     let mut out = format!(
         "## Channel Capabilities\nYou are answering on {channel}: your reply is delivered there automatically, so answer directly instead of asking whether to respond."
     );
-    let mut caps: Vec<String> =
-        capabilities.iter().map(|c| one_line(c, 40).to_lowercase()).filter(|c| !c.is_empty()).collect();
-    caps.sort();
-    caps.dedup();
+    let caps = capability_labels(capabilities);
     if !caps.is_empty() {
         out.push_str(&format!(" Besides text, this channel can send: {}.", caps.join(", ")));
     }
@@ -707,16 +714,7 @@ fn runtime(inputs: &CoreInputs) -> String {
     }
     if let Some(c) = &inputs.channel {
         fields.push(format!("channel={c}"));
-        let mut caps: Vec<String> = inputs
-            .config
-            .runtime
-            .capabilities
-            .iter()
-            .map(|c| one_line(c, 40).to_lowercase())
-            .filter(|c| !c.is_empty())
-            .collect();
-        caps.sort();
-        caps.dedup();
+        let caps = capability_labels(&inputs.config.runtime.capabilities);
         fields.push(format!("capabilities={}", if caps.is_empty() { "none".to_string() } else { caps.join(",") }));
     }
     out.push_str("Runtime: ");

@@ -269,7 +269,7 @@ pub const WORD_RUN_LIMIT: usize = 64 * 1024;
 /// [`WHITESPACE_RUN_LIMIT`] bytes or another run longer than
 /// [`WORD_RUN_LIMIT`]; text without such runs is one piece. Cuts fall only
 /// inside such runs, on character boundaries, so counts of ordinary text
-/// are exact (checked against tiktoken in `tests/properties.rs`).
+/// are exact (checked against tiktoken in `tests/hardening.rs`).
 pub fn bounded_pieces(text: &str) -> impl Iterator<Item = &str> {
     let mut rest = text;
     std::iter::from_fn(move || {

@@ -217,14 +217,14 @@ pub async fn call(
 /// spent so far (`host_time`, in nanoseconds): that time is not the plugin's.
 async fn within_wall_time<F: Future>(until: Instant, host_time: Arc<AtomicU64>, future: F) -> Option<F::Output> {
     let mut future = std::pin::pin!(future);
+    let limit = || until + Duration::from_nanos(host_time.load(Ordering::Relaxed));
     loop {
-        let limit = until + Duration::from_nanos(host_time.load(Ordering::Relaxed));
-        match tokio::time::timeout_at(limit.into(), &mut future).await {
+        let at = limit();
+        match tokio::time::timeout_at(at.into(), &mut future).await {
             Ok(out) => return Some(out),
-            Err(_) if Instant::now() >= until + Duration::from_nanos(host_time.load(Ordering::Relaxed)) => {
-                return None;
-            }
-            Err(_) => continue,
+            // Host functions gave time back meanwhile: wait for the new limit.
+            Err(_) if limit() > at => continue,
+            Err(_) => return None,
         }
     }
 }
@@ -290,10 +290,16 @@ fn classify(e: &wasmtime::Error, store: &Store<State>, limits: CallLimits) -> Fa
         Some(Trap::StackOverflow) => Failure::Trap("stack overflow".into()),
         Some(Trap::UnreachableCodeReached) => Failure::Trap(with_stderr("the plugin panicked or aborted".into())),
         Some(other) => Failure::Trap(with_stderr(other.to_string())),
-        None if error_chain(e).contains("fuel allocated for hostcalls") => Failure::Trap(format!(
-            "passed the host more than {} bytes at once, more than its output caps allow; nothing was copied",
-            limits.max_transfer
-        )),
-        None => Failure::Trap(with_stderr(error_chain(e))),
+        None => {
+            let chain = error_chain(e);
+            if chain.contains("fuel allocated for hostcalls") {
+                Failure::Trap(format!(
+                    "passed the host more than {} bytes at once, more than its output caps allow; nothing was copied",
+                    limits.max_transfer
+                ))
+            } else {
+                Failure::Trap(with_stderr(chain))
+            }
+        }
     }
 }

@@ -190,7 +190,7 @@ impl PluginSet {
         // A pinned binary that changed never loads, required or not.
         for (config, (plugin, bytes)) in configs.iter().zip(&prepared) {
             if let (Some(pin), Ok(bytes)) = (&config.sha256, bytes) {
-                let digest: String = Sha256::digest(bytes).iter().map(|x| format!("{x:02x}")).collect();
+                let digest = crate::assembler::hex(&Sha256::digest(bytes));
                 if !digest.eq_ignore_ascii_case(pin) {
                     return Err(ProemError::Plugin {
                         id: plugin.id.clone(),
