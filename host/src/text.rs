@@ -231,10 +231,9 @@ pub fn one_line(text: &str, max_chars: usize) -> String {
     let mut out = String::with_capacity(text.len().min(max_chars * 4));
     let mut pending_space = false;
     if text.is_ascii() {
-        // The same rule, a byte at a time: ASCII whitespace and control
-        // characters are exactly the bytes up to ' ' and DEL.
+        // The same rule, a byte at a time (an ASCII byte is its own char).
         for &b in text.as_bytes() {
-            if b <= b' ' || b == 0x7f {
+            if is_invisible(b as char) {
                 pending_space = !out.is_empty();
                 continue;
             }
