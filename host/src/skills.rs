@@ -233,41 +233,51 @@ pub fn collect(read: Vec<Read>, config: &SkillsConfig, diagnostics: &mut Vec<Dia
 /// alone ("Pinned Skills"), or nothing. `count` and `form` (the budget's
 /// knobs) apply to whichever list is shown.
 pub fn render_for(mode: Mode, skills: &[Skill], pinned: &[String], form: SkillsForm, count: usize) -> String {
-    let is_pinned = |s: &&Skill| pinned.iter().any(|p| p.eq_ignore_ascii_case(&s.name));
+    let pins = || -> Vec<Skill> {
+        skills.iter().filter(|s| pinned.iter().any(|p| p.eq_ignore_ascii_case(&s.name))).cloned().collect()
+    };
     match mode {
         Mode::Full => render(skills, form, count),
+        Mode::Task if skills.is_empty() => String::new(),
         Mode::Task => {
-            if skills.is_empty() {
-                return String::new();
-            }
             let mut out = format!(
                 "## Skills\n{} skills are installed under {SKILLS_DIR}/<name>/SKILL.md. When a task may need one, search \
                  the skill folders for it and read only the SKILL.md whose name and description match the task.",
                 skills.len()
             );
-            let pins: Vec<Skill> = skills.iter().filter(is_pinned).cloned().collect();
-            let list = render(&pins, form, count);
-            if let Some(body) = list.strip_prefix("## Skills\n") {
+            let list = list(&pins(), form, count);
+            if !list.is_empty() {
                 out.push_str("\nPinned, always available:\n");
-                out.push_str(body);
+                out.push_str(&list);
             }
             out
         }
-        Mode::Minimal | Mode::None => {
-            let pins: Vec<Skill> = skills.iter().filter(is_pinned).cloned().collect();
-            render(&pins, form, count).replacen("## Skills\n", "## Pinned Skills\n", 1)
-        }
+        Mode::Minimal | Mode::None => with_heading("## Pinned Skills\n", list(&pins(), form, count)),
     }
 }
 
-/// Renders the skills list: the first `count` skills in `form`.
+/// The skills section: the first `count` skills in `form` under "Skills".
 pub fn render(skills: &[Skill], form: SkillsForm, count: usize) -> String {
+    with_heading("## Skills\n", list(skills, form, count))
+}
+
+fn with_heading(heading: &str, body: String) -> String {
+    if body.is_empty() {
+        body
+    } else {
+        format!("{heading}{body}")
+    }
+}
+
+/// The skills list without its heading: the first `count` skills in
+/// `form`, or a hint when none fit; empty when there are no skills.
+fn list(skills: &[Skill], form: SkillsForm, count: usize) -> String {
     let total = skills.len();
     if total == 0 {
         return String::new();
     }
     let shown = &skills[..count.min(total)];
-    let mut out = String::from("## Skills\n");
+    let mut out = String::new();
     if shown.is_empty() {
         out.push_str(&format!(
             "{total} skills are installed under {SKILLS_DIR}/<name>/SKILL.md, but none fit in this prompt. \
