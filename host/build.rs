@@ -16,13 +16,22 @@ const GUESTS: &[(&str, bool)] = &[
     ("gpt5-overlay", true),
     ("aieos-identity", true),
     ("proem-fixture-guest", false),
+    ("proem-raw-guest", false),
     ("persona-swap", false),
 ];
 
 fn main() {
     let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("set by cargo"));
     let root = manifest_dir.parent().expect("host/ lives in the workspace root").to_path_buf();
-    for watched in ["plugins", "sdk", "wit", "tests/fixtures/guest", "examples/persona-swap", "Cargo.lock"] {
+    for watched in [
+        "plugins",
+        "sdk",
+        "wit",
+        "tests/fixtures/guest",
+        "tests/fixtures/raw-guest",
+        "examples/persona-swap",
+        "Cargo.lock",
+    ] {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("set by cargo"));

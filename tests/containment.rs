@@ -139,12 +139,13 @@ fn no_state_survives_between_builds() {
 
 #[test]
 fn plugins_see_the_builds_clock_and_seeded_randomness() {
-    let agent = Agent::with_plugins(&fixture("clock", "clock", ""));
+    // From the turn hook: a stable hook sees no clock (plugin_api_v0_2.rs).
+    let agent = Agent::with_plugins(&fixture("clock", "clock", "zone = \"dynamic\""));
     let a = agent.build(&turn());
     let b = agent.build(&turn());
     assert_eq!(a.prompt, b.prompt, "reproducible, hash-map order included");
     // 2026-11-21T09:30:00Z
-    assert!(a.prompt.contains("clock 1795253400;"), "{}", a.stable);
+    assert!(a.prompt.contains("clock 1795253400;"), "{}", a.dynamic);
     let later = Turn { now: Some(proem_host::turn::parse_now("2027-01-01T00:00:00Z").unwrap()), ..turn() };
     assert!(agent.build(&later).prompt.contains("clock 1798761600;"));
 }

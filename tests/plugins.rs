@@ -252,23 +252,25 @@ fn persona_swap_agent() -> Agent {
     plugin_env();
     let agent = Agent::new();
     agent.with_standard_files().guest("persona-swap", "persona_swap.wasm");
-    agent.file("personas/telegram.md", "# Soul\nYou are a cheerful pirate on Telegram.");
+    agent.file("personas/pirate.md", "# Soul\nYou are a cheerful pirate.");
     agent.config(
         "[agent]\nid = \"testbot\"\n\n[[plugins]]\nid = \"persona-swap\"\npath = \"plugins/persona_swap.wasm\"\n\
-         grants = [\"workspace-read\"]\nconfig = { personas = { telegram = \"personas/telegram.md\" }, sign_off = \"— Testbot\" }\n",
+         grants = [\"workspace-read\"]\nconfig = { persona = \"personas/pirate.md\", sign_off = \"— Testbot\", \
+         channel_notes = { telegram = \"Short replies.\" } }\n",
     );
     agent
 }
 
 #[test]
-fn the_example_persona_swap_plugin_swaps_soul_per_channel() {
+fn the_example_persona_swap_plugin_swaps_soul_and_notes_the_channel_below_the_boundary() {
     let agent = persona_swap_agent();
     let telegram = agent.build(&Turn { channel: Some("telegram".into()), ..turn() });
-    assert!(telegram.prompt.contains("cheerful pirate"));
+    assert!(telegram.stable.contains("cheerful pirate"), "{}", telegram.stable);
     assert!(!telegram.prompt.contains("Dry wit."));
+    assert!(telegram.dynamic.contains("## On This Channel\nShort replies."), "{}", telegram.dynamic);
     let discord = agent.build(&Turn { channel: Some("discord".into()), ..turn() });
-    assert!(discord.prompt.contains("Dry wit."));
-    assert!(!discord.prompt.contains("cheerful pirate"));
+    assert!(!discord.prompt.contains("On This Channel"));
+    assert_eq!(telegram.stable, discord.stable, "the channel never reaches the stable part");
     for built in [&telegram, &discord] {
         assert!(built.stable.contains("## Sign-off\nEnd longer replies with \"— Testbot\""));
     }
@@ -307,10 +309,8 @@ fn proem_plugins_lists_the_builtins_and_an_agents_plugins() {
     }
     let rows: Vec<&str> = builtins.lines().skip(1).collect();
     assert_eq!(rows.len(), 3);
-    assert!(
-        rows[0].starts_with("aieos-identity") && rows[0].contains("sections") && rows[0].contains("workspace-read")
-    );
-    assert!(rows[1].starts_with("gpt5-overlay") && rows[1].contains("overlay") && rows[1].contains("ok"));
+    assert!(rows[0].starts_with("aieos-identity") && rows[0].contains("stable") && rows[0].contains("workspace-read"));
+    assert!(rows[1].starts_with("gpt5-overlay") && rows[1].contains("stable") && rows[1].contains("ok"));
     assert!(rows[2].starts_with("hardware-access") && rows[2].contains("builtin:hardware-access"));
 
     let agent = Agent::with_plugins(
@@ -320,7 +320,7 @@ fn proem_plugins_lists_the_builtins_and_an_agents_plugins() {
     let listed = run(&["plugins", agent.path().to_str().unwrap()], 1);
     let fix = listed.lines().find(|l| l.starts_with("fix ")).unwrap();
     assert!(
-        fix.contains("sections,overlay,bootstrap")
+        fix.contains("stable,turn,bootstrap")
             && fix.contains("workspace-read (asked, not granted),network")
             && fix.contains("ok"),
         "{fix}"
@@ -346,18 +346,18 @@ fn load_error(bytes: &[u8]) -> String {
 fn a_plugin_for_another_api_version_is_refused_before_compiling_naming_both() {
     let mut wasm = guest_wasm("proem-fixture-guest");
     let at = wasm.windows(17).position(|w| w == b"proem:api-version").expect("the SDK stamps the version");
-    let version = wasm[at + 17..].windows(5).position(|w| w == b"0.1.0").unwrap() + at + 17;
+    let version = wasm[at + 17..].windows(5).position(|w| w == b"0.2.0").unwrap() + at + 17;
     wasm[version..version + 5].copy_from_slice(b"0.9.0");
     let err = load_error(&wasm);
-    assert!(err.contains("0.9.0") && err.contains("0.1.x"), "{err}");
+    assert!(err.contains("0.9.0") && err.contains("0.1.x, 0.2.x"), "{err}");
 }
 
 #[test]
 fn a_plugin_for_a_newer_patch_of_the_api_loads() {
     let mut wasm = guest_wasm("proem-fixture-guest");
     let at = wasm.windows(17).position(|w| w == b"proem:api-version").unwrap();
-    let version = wasm[at + 17..].windows(5).position(|w| w == b"0.1.0").unwrap() + at + 17;
-    wasm[version..version + 5].copy_from_slice(b"0.1.7");
+    let version = wasm[at + 17..].windows(5).position(|w| w == b"0.2.0").unwrap() + at + 17;
+    wasm[version..version + 5].copy_from_slice(b"0.2.7");
     let agent = Agent::with_plugins(
         &fixture("patched", "sections", "text = \"Patched.\"").replace("fixture.wasm", "patched.wasm"),
     );
@@ -526,15 +526,18 @@ fn plugin_check_explains_each_problem_with_its_fix() {
     };
     let (code, text) = check("good.wasm", &guest_wasm("hardware-access"));
     assert_eq!(code, Some(0), "{text}");
-    assert!(
-        text.contains("ok       a component for proem plugin API 0.1") && text.contains("hooks sections"),
-        "{text}"
-    );
+    assert!(text.contains("ok       a component for proem plugin API 0.2") && text.contains("hooks stable"), "{text}");
     let (code, text) = check("fixture.wasm", &guest_wasm("proem-fixture-guest"));
     assert_eq!(code, Some(0), "{text}");
     assert!(
         text.contains("note     asks for workspace-read: the operator grants it with grants = [\"workspace-read\"]")
     );
+    // Written from the WIT alone: a hook implemented but not declared, and a
+    // section that takes a core id without replacing it.
+    let (code, text) = check("raw.wasm", &guest_wasm("proem-raw-guest"));
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("implements the turn hook") && text.contains("does not declare it"), "{text}");
+    assert!(text.contains("section_id_taken") && text.contains("core id safety"), "{text}");
     let cases: [(&str, Vec<u8>, &str); 3] = [
         ("rlib.wasm", b"!<arch>\nnot wasm".to_vec(), "crate-type = [\"cdylib\"]"),
         ("core.wasm", wat::parse_str("(module)").unwrap(), "--target wasm32-wasip2"),
@@ -580,7 +583,15 @@ fn a_scaffolded_plugin_builds_on_its_own_and_loads() {
     let work = tempfile::tempdir().unwrap();
     let sdk = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../sdk");
     let new = Command::new(env!("CARGO_BIN_EXE_proem"))
-        .args(["plugin", "new", "hello-notes", "--hooks", "sections,overlay", "--sdk-path", sdk.to_str().unwrap()])
+        .args([
+            "plugin",
+            "new",
+            "hello-notes",
+            "--hooks",
+            "stable,overlay,turn,bootstrap",
+            "--sdk-path",
+            sdk.to_str().unwrap(),
+        ])
         .current_dir(work.path())
         .output()
         .unwrap();
@@ -609,6 +620,18 @@ fn a_scaffolded_plugin_builds_on_its_own_and_loads() {
     }
     let built = build.output().unwrap();
     assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    // The scaffold's own native tests, one per hook, pass as written.
+    let mut native = Command::new("cargo");
+    native.args(["test", "--target-dir"]).arg(&target).current_dir(&krate);
+    for var in
+        ["CARGO_ENCODED_RUSTFLAGS", "RUSTFLAGS", "CARGO_TARGET_DIR", "CARGO_BUILD_TARGET", "RUSTC_WORKSPACE_WRAPPER"]
+    {
+        native.env_remove(var);
+    }
+    let tested = native.output().unwrap();
+    let tested_out = String::from_utf8_lossy(&tested.stdout);
+    assert!(tested.status.success(), "{tested_out}{}", String::from_utf8_lossy(&tested.stderr));
+    assert!(tested_out.contains("test result: ok. 4 passed"), "{tested_out}");
     let wasm = target.join("wasm32-wasip2/release/hello_notes.wasm");
     let check = Command::new(env!("CARGO_BIN_EXE_proem"))
         .args(["plugin", "check", wasm.to_str().unwrap()])
@@ -617,15 +640,18 @@ fn a_scaffolded_plugin_builds_on_its_own_and_loads() {
         .unwrap();
     let report = String::from_utf8_lossy(&check.stdout);
     assert_eq!(check.status.code(), Some(0), "{report}");
-    assert!(report.contains("id hello-notes") && report.contains("hooks sections,overlay"), "{report}");
+    assert!(report.contains("id hello-notes") && report.contains("hooks stable,turn,bootstrap"), "{report}");
 
     let agent = Agent::with_plugins("[[plugins]]\nid = \"hello-notes\"\npath = \"plugins/hello_notes.wasm\"\n");
     agent.bytes("plugins/hello_notes.wasm", &std::fs::read(&wasm).unwrap());
-    let prompt = agent.build(&Turn { provider: Some("openai".into()), ..turn() }).prompt;
+    let built = agent.build(&Turn { provider: Some("openai".into()), channel: Some("telegram".into()), ..turn() });
     assert!(
-        prompt.contains("## Note\nHello from a proem plugin.") && prompt.starts_with("Answer in plain prose."),
-        "{prompt}"
+        built.stable.contains("## Note\nHello from a proem plugin.")
+            && built.stable.starts_with("Answer in plain prose."),
+        "{}",
+        built.prompt
     );
+    assert!(built.dynamic.contains("## Channel Note\nThis turn arrived on telegram at 09:30."), "{}", built.dynamic);
 }
 
 /// The testkit runs a built .wasm through the real host, as a plugin

@@ -290,6 +290,19 @@ impl Assembler {
         let channel = turn.channel.as_deref().map(clean_channel).filter(|c| !c.is_empty());
         let agent_id = one_line(&config.agent_id(self.workspace.root()), 64);
 
+        let group_title = match turn.chat_kind {
+            Some(ChatKind::Group) => {
+                turn.group_title.as_deref().map(|t| one_line(&t.replace('"', ""), 100)).filter(|t| !t.is_empty())
+            }
+            _ => None,
+        };
+        let extra =
+            turn.extra.as_deref().map(|e| neutralize(clean_owned(e.to_string()).trim())).filter(|e| !e.is_empty());
+        let budget_tokens = turn.budget.unwrap_or(config.budget.tokens());
+        if budget_tokens == 0 {
+            return Err(ProemError::input("--budget", "the token budget must be at least 1"));
+        }
+
         let mut run = BuildRun::default();
         let mut plugin_sections = Vec::new();
         if !self.plugins.is_empty() {
@@ -316,6 +329,12 @@ impl Assembler {
                 config_json: "{}".into(),
                 now: now.to_rfc3339(),
                 timezone: tz.name().to_string(),
+                unix_seconds: now.timestamp(),
+                utc_offset_seconds: chrono::Offset::fix(now.offset()).local_minus_utc(),
+                group_title: group_title.clone(),
+                extra: extra.clone(),
+                budget_tokens: u32::try_from(budget_tokens).unwrap_or(u32::MAX),
+                tokenizer: tokenizer.name().to_string(),
             };
             let clock = std::time::Duration::from_secs(u64::try_from(now.timestamp()).unwrap_or(0));
             self.plugins.report_load_failures(&mut run);
@@ -324,7 +343,7 @@ impl Assembler {
                 let allow = &config.bootstrap.subagent_allowlist;
                 files.retain(|f| allow.contains(&f.name));
             }
-            plugin_sections = self.plugins.run_sections(&ctx, clock, tokenizer, &mut run, plugin_memo)?;
+            plugin_sections = self.plugins.run_sections(&ctx, &files, clock, tokenizer, &mut run, plugin_memo)?;
             diagnostics.append(&mut run.diagnostics);
         }
         let contributed: std::borrow::Cow<[Section]> = if plugin_sections.is_empty() {
@@ -371,25 +390,12 @@ impl Assembler {
             timezone: tz.name().to_string(),
             channel,
             chat_kind: turn.chat_kind,
-            group_title: match turn.chat_kind {
-                Some(ChatKind::Group) => {
-                    turn.group_title.as_deref().map(|t| one_line(&t.replace('"', ""), 100)).filter(|t| !t.is_empty())
-                }
-                _ => None,
-            },
-            extra: turn
-                .extra
-                .as_deref()
-                .map(|e| neutralize(clean_owned(e.to_string()).trim()))
-                .filter(|e| !e.is_empty()),
+            group_title,
+            extra,
             provider,
             model,
         };
 
-        let budget_tokens = turn.budget.unwrap_or(config.budget.tokens());
-        if budget_tokens == 0 {
-            return Err(ProemError::input("--budget", "the token budget must be at least 1"));
-        }
         let counter = shared_counter(tokenizer);
         let fitted = {
             let _s = tracing::info_span!("fit_budget", budget = budget_tokens, tokenizer = tokenizer.name()).entered();
@@ -473,7 +479,8 @@ impl Assembler {
                 zone: s.zone,
                 chars: crate::text::char_len(&s.body),
                 tokens: counter.count(&s.body),
-                truncated: s.source == crate::section::Source::Core && fitted.render.truncated.contains(&s.id),
+                truncated: (s.source == crate::section::Source::Core && fitted.render.truncated.contains(&s.id))
+                    || run.capped.contains(&s.key()),
             })
             .collect();
         let joined = fitted.joined;

@@ -71,6 +71,35 @@ enum PluginAction {
         #[arg(value_name = "FILE.wasm")]
         file: PathBuf,
     },
+    /// Fetch a plugin published as an OCI artifact (the Wasm component
+    /// layout of wkg, Spin and wasmCloud) into AGENT_DIR/plugins/ and add its
+    /// [[plugins]] entry to proem.toml with the component's sha256 pinned.
+    /// The binary is checked before anything is written; nothing existing
+    /// is overwritten. A registry on this machine (localhost, 127.0.0.1,
+    /// [::1]) is spoken to over HTTP, any other over HTTPS only. Credentials:
+    /// PROEM_REGISTRY_USER and PROEM_REGISTRY_PASSWORD, else anonymous.
+    Pull {
+        /// oci://REGISTRY/REPOSITORY:TAG (or @sha256:DIGEST).
+        #[arg(value_name = "OCI_REF")]
+        reference: String,
+        /// The agent directory to add the plugin to.
+        #[arg(long = "into", value_name = "AGENT_DIR")]
+        into: PathBuf,
+        /// The plugin id in proem.toml (default: the repository's last part).
+        #[arg(long, value_name = "ID")]
+        id: Option<String>,
+    },
+    /// Publish a plugin binary as an OCI artifact (one application/wasm
+    /// layer, config application/vnd.wasm.config.v0+json), after checking it
+    /// loads in this proem. Prints the sha256 to pin.
+    Push {
+        /// The plugin's .wasm file.
+        #[arg(value_name = "FILE.wasm")]
+        file: PathBuf,
+        /// oci://REGISTRY/REPOSITORY:TAG
+        #[arg(value_name = "OCI_REF")]
+        reference: String,
+    },
     /// Create a standalone plugin crate NAME in the current folder: its own
     /// rust-toolchain.toml (with the wasm32-wasip2 target), a cdylib,
     /// proem-sdk, and the hooks asked for. Build it with
@@ -79,8 +108,11 @@ enum PluginAction {
         /// The crate and plugin name (a-z, 0-9, -, _).
         #[arg(value_name = "NAME")]
         name: String,
-        /// Hooks to implement, comma-separated: sections, overlay, bootstrap.
-        #[arg(long, value_name = "HOOKS", default_value = "sections", value_delimiter = ',')]
+        /// What to implement, comma-separated: stable (a section above the
+        /// cache boundary; `sections` is the same), overlay (a prefix for one
+        /// provider, also stable), turn (a section below the boundary, with
+        /// the turn's time and channel), bootstrap (the agent:bootstrap hook).
+        #[arg(long, value_name = "HOOKS", default_value = "stable", value_delimiter = ',')]
         hooks: Vec<String>,
         /// Depend on a local proem-sdk (a folder) instead of the published one.
         #[arg(long, value_name = "DIR")]
@@ -252,6 +284,23 @@ next:
                 name.replace('-', "_")
             )
             .into())
+        }
+        Command::Plugin { action: PluginAction::Pull { reference, into, id } } => {
+            let pulled = proem_host::plugin::oci::pull(&reference, &into, id.as_deref())
+                .map_err(|e| ProemError::input("plugin pull", e))?;
+            Ok(format!(
+                "pulled {reference}\nwrote {}\nadded [[plugins]] id = \"{}\" to {} with sha256 = \"{}\"\n",
+                into.join(&pulled.path).display(),
+                pulled.id,
+                into.join("proem.toml").display(),
+                pulled.sha256
+            )
+            .into())
+        }
+        Command::Plugin { action: PluginAction::Push { file, reference } } => {
+            let pushed =
+                proem_host::plugin::oci::push(&file, &reference).map_err(|e| ProemError::input("plugin push", e))?;
+            Ok(format!("pushed {} to {}\nsha256 {}\n", file.display(), pushed.reference, pushed.sha256).into())
         }
         Command::Plugin { action: PluginAction::Check { file } } => {
             let report = proem_host::plugin::check::check(&file);

@@ -213,6 +213,40 @@ impl TokenCounter {
     }
 }
 
+/// The longest head of `text` that, with a note saying it was cut, counts
+/// at most `max` tokens; `None` when the whole text fits. Cut at a character
+/// boundary; empty when not even the note fits.
+pub fn head_within(text: &str, max: usize, counter: &TokenCounter) -> Option<String> {
+    if counter.count(text) <= max {
+        return None;
+    }
+    let note = format!("\n[… cut to {max} tokens]");
+    let with_note = |end: usize| format!("{}{note}", text[..end].trim_end());
+    let floor = |mut i: usize| {
+        while !text.is_char_boundary(i) {
+            i -= 1;
+        }
+        i
+    };
+    // Largest end whose head fits: counts grow with the head (not strictly,
+    // so only a tested end is ever returned).
+    let (mut fits, mut over) = (None, text.len());
+    let mut lo = 0;
+    while lo < over {
+        let mid = floor(lo + (over - lo) / 2);
+        if mid < lo || (mid == lo && fits == Some(lo)) {
+            break;
+        }
+        if counter.count(&with_note(mid)) <= max {
+            fits = Some(mid);
+            lo = mid + 1;
+        } else {
+            over = mid;
+        }
+    }
+    Some(fits.map(with_note).unwrap_or_default())
+}
+
 /// Splits `text` into pieces whose token counts add up to the count of the
 /// whole. A cut is made only right after a blank line (`\n\n`) and before a
 /// character that is neither whitespace nor `/`: both tiktoken vocabularies

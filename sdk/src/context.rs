@@ -1,6 +1,14 @@
-//! What a plugin knows about the turn.
+//! What a plugin knows when a hook is called.
+//!
+//! [`AgentContext`] is what the stable hooks see: only inputs that stay the
+//! same for a whole session. [`TurnContext`] adds the turn (time, channel,
+//! chat, extra prompt, per-turn files). Both dereference to [`Session`], the
+//! part they share, so `ctx.model`, `ctx.config_str(…)` and
+//! `ctx.tool_names()` read the same on either.
 
+use crate::output::File;
 use serde_json::Value;
+use std::ops::{Deref, DerefMut};
 
 /// How much of the prompt this turn gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -24,10 +32,10 @@ pub enum ChatKind {
     Group,
 }
 
-/// A tool the model may call this turn.
+/// A tool the model may call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tool {
-    /// Its name, as the model calls it.
+    /// Its name, as the model calls it (case-sensitive).
     pub name: String,
     /// What it does.
     pub description: String,
@@ -35,7 +43,7 @@ pub struct Tool {
     pub parameters_json: Option<String>,
 }
 
-/// A skill from `skills/*/SKILL.md`.
+/// A skill from one of the agent's skills folders.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Skill {
     /// The skill's name.
@@ -46,14 +54,18 @@ pub struct Skill {
     pub location: String,
 }
 
-/// The turn a hook is called for. Only non-secret inputs are here; the
-/// operator's settings for this plugin are in [`Context::config`].
-///
-/// In a native unit test, build one with [`Context::builder`] (or start from
-/// `Context::default()`: agent `test-agent`, full mode, an empty config
-/// object, `2026-01-01T00:00:00Z` in UTC).
+/// The prompt's token budget, to size what a plugin writes without counting.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Budget {
+    /// The whole prompt's budget in tokens.
+    pub tokens: u32,
+    /// `o200k_base` or `cl100k_base`.
+    pub tokenizer: String,
+}
+
+/// What every hook sees: the inputs that stay the same for a session.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Context {
+pub struct Session {
     /// The agent's id.
     pub agent_id: String,
     /// The resolved prompt mode.
@@ -62,102 +74,160 @@ pub struct Context {
     pub provider: Option<String>,
     /// Model name, when known.
     pub model: Option<String>,
-    /// Channel (`telegram`, `discord`, …), when known.
-    pub channel: Option<String>,
-    /// Direct or group chat, when known.
-    pub chat_kind: Option<ChatKind>,
-    /// This turn's tools, sorted by name.
+    /// The tools, sorted by name.
     pub tools: Vec<Tool>,
-    /// The agent's skills.
-    pub skills: Vec<Skill>,
     /// The plugin's `config` table from proem.toml (an empty object when unset).
     pub config: Value,
-    /// The build's time, RFC 3339, carrying the turn's zone offset (e.g.
-    /// `2026-11-21T10:30:00+01:00` for Europe/Berlin): the local wall time
-    /// of the turn. The only clock a plugin sees. See [`Context::local_date`].
-    pub now: String,
-    /// The turn's IANA time zone.
-    pub timezone: String,
+    /// The prompt's token budget.
+    pub budget: Budget,
 }
 
-impl Default for Context {
-    fn default() -> Context {
-        Context {
-            agent_id: "test-agent".into(),
-            mode: Mode::Full,
-            provider: None,
-            model: None,
-            channel: None,
-            chat_kind: None,
-            tools: Vec::new(),
-            skills: Vec::new(),
-            config: Value::Object(Default::default()),
-            now: "2026-01-01T00:00:00Z".into(),
-            timezone: "UTC".into(),
+/// What the stable hooks ([`crate::StableHook`], [`crate::BootstrapHook`])
+/// see. There is no clock, channel or chat here on purpose: what a stable
+/// hook returns sits above the prompt-cache boundary and is remembered by
+/// these inputs alone.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct AgentContext {
+    /// The inputs every hook sees.
+    pub session: Session,
+    /// The agent's skills, sorted by name.
+    pub skills: Vec<Skill>,
+}
+
+/// The turn's time: the only clock a plugin sees.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnTime {
+    /// RFC 3339 with the zone's offset: the local wall time of the turn
+    /// (`2026-11-21T10:30:00+01:00` for Europe/Berlin).
+    pub rfc3339: String,
+    /// The IANA time zone.
+    pub timezone: String,
+    /// Seconds since 1970-01-01T00:00:00Z.
+    pub unix_seconds: i64,
+    /// The zone's offset from UTC, in seconds.
+    pub utc_offset_seconds: i32,
+}
+
+impl TurnTime {
+    /// The turn's local date, `YYYY-MM-DD` (in its own zone, not UTC's).
+    pub fn local_date(&self) -> &str {
+        self.rfc3339.get(..10).unwrap_or("")
+    }
+
+    /// The turn's local time of day, `HH:MM`.
+    pub fn local_time(&self) -> &str {
+        self.rfc3339.get(11..16).unwrap_or("")
+    }
+
+    /// Builds a time from UTC seconds and an offset (what a test needs).
+    pub fn at(unix_seconds: i64, utc_offset_seconds: i32, timezone: &str) -> TurnTime {
+        let local = unix_seconds + i64::from(utc_offset_seconds);
+        let (days, secs) = (local.div_euclid(86_400), local.rem_euclid(86_400));
+        let (y, m, d) = civil_from_days(days);
+        let sign = if utc_offset_seconds < 0 { '-' } else { '+' };
+        let off = utc_offset_seconds.unsigned_abs();
+        let zone = if off == 0 { "Z".to_string() } else { format!("{sign}{:02}:{:02}", off / 3600, off % 3600 / 60) };
+        TurnTime {
+            rfc3339: format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}{zone}", secs / 3600, secs % 3600 / 60, secs % 60),
+            timezone: timezone.to_string(),
+            unix_seconds,
+            utc_offset_seconds,
         }
     }
 }
 
-/// Builds a [`Context`] for a native test, one field at a time.
-#[derive(Debug, Clone, Default)]
-pub struct ContextBuilder(Context);
+/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian
+/// (Howard Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
 
-impl ContextBuilder {
-    /// The resolved mode.
-    pub fn mode(mut self, mode: Mode) -> Self {
-        self.0.mode = mode;
-        self
-    }
-    /// The provider and model.
-    pub fn model(mut self, provider: &str, model: &str) -> Self {
-        self.0.provider = Some(provider.into());
-        self.0.model = Some(model.into());
-        self
-    }
-    /// The channel and chat kind.
-    pub fn channel(mut self, channel: &str, chat_kind: ChatKind) -> Self {
-        self.0.channel = Some(channel.into());
-        self.0.chat_kind = Some(chat_kind);
-        self
-    }
-    /// A tool, by name and description.
-    pub fn tool(mut self, name: &str, description: &str) -> Self {
-        self.0.tools.push(Tool { name: name.into(), description: description.into(), parameters_json: None });
-        self.0.tools.sort_by(|a, b| a.name.cmp(&b.name));
-        self
-    }
-    /// The plugin's config table (`serde_json::json!({...})`).
-    pub fn config(mut self, config: Value) -> Self {
-        self.0.config = config;
-        self
-    }
-    /// The turn's time (RFC 3339, with its zone offset) and IANA zone.
-    pub fn now(mut self, rfc3339: &str, timezone: &str) -> Self {
-        self.0.now = rfc3339.into();
-        self.0.timezone = timezone.into();
-        self
-    }
-    /// The context.
-    pub fn build(self) -> Context {
-        self.0
+/// What the turn hook ([`crate::TurnHook`]) sees: the session and the turn.
+/// What it returns sits below the prompt-cache boundary.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnContext {
+    /// The inputs every hook sees.
+    pub session: Session,
+    /// The turn's time.
+    pub now: TurnTime,
+    /// Channel (`telegram`, `discord`, …), when known.
+    pub channel: Option<String>,
+    /// Direct or group chat, when known.
+    pub chat_kind: Option<ChatKind>,
+    /// The group's title in a group chat (untrusted text from the chat).
+    pub group_title: Option<String>,
+    /// The caller's extra prompt for this turn (untrusted text).
+    pub extra: Option<String>,
+    /// The per-turn workspace files shown this turn (USER.md, HEARTBEAT.md).
+    pub files: Vec<File>,
+}
+
+impl Deref for AgentContext {
+    type Target = Session;
+    fn deref(&self) -> &Session {
+        &self.session
     }
 }
 
-impl Context {
-    /// A builder starting from [`Context::default`].
-    pub fn builder() -> ContextBuilder {
-        ContextBuilder::default()
+impl DerefMut for AgentContext {
+    fn deref_mut(&mut self) -> &mut Session {
+        &mut self.session
     }
+}
 
-    /// The turn's local date (`YYYY-MM-DD`) from [`Context::now`], which
-    /// carries the zone's offset; `None` if `now` is not RFC 3339.
-    pub fn local_date(&self) -> Option<&str> {
-        let date = self.now.get(..10)?;
-        let ok = date.len() == 10
-            && date.bytes().enumerate().all(|(i, b)| if i == 4 || i == 7 { b == b'-' } else { b.is_ascii_digit() });
-        ok.then_some(date)
+impl Deref for TurnContext {
+    type Target = Session;
+    fn deref(&self) -> &Session {
+        &self.session
     }
+}
 
+impl DerefMut for TurnContext {
+    fn deref_mut(&mut self) -> &mut Session {
+        &mut self.session
+    }
+}
+
+impl Default for Session {
+    /// Agent `test-agent`, full mode, no provider, no tools, an empty config
+    /// object, a 24,000-token o200k budget.
+    fn default() -> Session {
+        Session {
+            agent_id: "test-agent".into(),
+            mode: Mode::Full,
+            provider: None,
+            model: None,
+            tools: Vec::new(),
+            config: Value::Object(Default::default()),
+            budget: Budget { tokens: 24_000, tokenizer: "o200k_base".into() },
+        }
+    }
+}
+
+impl Default for TurnContext {
+    /// [`Session::default`] at `2026-01-01T00:00:00Z` in UTC, no channel.
+    fn default() -> TurnContext {
+        TurnContext {
+            session: Session::default(),
+            now: TurnTime::at(1_767_225_600, 0, "UTC"),
+            channel: None,
+            chat_kind: None,
+            group_title: None,
+            extra: None,
+            files: Vec::new(),
+        }
+    }
+}
+
+impl Session {
     /// A string setting from the plugin's config table.
     pub fn config_str(&self, key: &str) -> Option<&str> {
         self.config.get(key).and_then(Value::as_str)
@@ -168,15 +238,15 @@ impl Context {
         self.config.get(key)?.as_array()?.iter().map(Value::as_str).collect()
     }
 
-    /// The names of this turn's tools.
+    /// The names of the tools.
     pub fn tool_names(&self) -> impl Iterator<Item = &str> {
         self.tools.iter().map(|t| t.name.as_str())
     }
 
     /// Whether the model is in `family`: the model name (after any
-    /// `provider/` or `provider:` prefix, case-insensitively) is `family` or starts with it
-    /// followed by `.` or `-`. `gpt-5`, `gpt-5.1`, `openai/gpt-5-mini` are in
-    /// `gpt-5`; `gpt-50` is not.
+    /// `provider/` or `provider:` prefix, case-insensitively) is `family` or
+    /// starts with it followed by `.` or `-`. `gpt-5`, `gpt-5.1`,
+    /// `openai/gpt-5-mini` are in `gpt-5`; `gpt-50` is not.
     pub fn model_in_family(&self, family: &str) -> bool {
         let Some(model) = &self.model else { return false };
         let model = model.rsplit(['/', ':']).next().unwrap_or(model).trim().to_ascii_lowercase();
@@ -188,24 +258,105 @@ impl Context {
     }
 }
 
+/// Builds a context for a native unit test, one setting at a time:
+/// `AgentContext::builder().model("openai", "gpt-5.1").build()`.
+#[derive(Debug, Clone, Default)]
+pub struct Builder<C>(C);
+
+impl<C: DerefMut<Target = Session>> Builder<C> {
+    /// The resolved mode.
+    pub fn mode(mut self, mode: Mode) -> Self {
+        self.0.mode = mode;
+        self
+    }
+    /// The provider and model.
+    pub fn model(mut self, provider: &str, model: &str) -> Self {
+        self.0.provider = Some(provider.into());
+        self.0.model = Some(model.into());
+        self
+    }
+    /// A tool, by name and description (kept sorted by name, as proem does).
+    pub fn tool(mut self, name: &str, description: &str) -> Self {
+        self.0.tools.push(Tool { name: name.into(), description: description.into(), parameters_json: None });
+        self.0.tools.sort_by(|a, b| a.name.cmp(&b.name));
+        self
+    }
+    /// The plugin's config table (`serde_json::json!({...})`).
+    pub fn config(mut self, config: Value) -> Self {
+        self.0.config = config;
+        self
+    }
+    /// The token budget.
+    pub fn budget(mut self, tokens: u32) -> Self {
+        self.0.budget.tokens = tokens;
+        self
+    }
+    /// The context.
+    pub fn build(self) -> C {
+        self.0
+    }
+}
+
+impl Builder<AgentContext> {
+    /// A skill, by name and description.
+    pub fn skill(mut self, name: &str, description: &str) -> Self {
+        let location = format!("skills/{name}/SKILL.md");
+        self.0.skills.push(Skill { name: name.into(), description: description.into(), location });
+        self.0.skills.sort_by(|a, b| a.name.cmp(&b.name));
+        self
+    }
+}
+
+impl Builder<TurnContext> {
+    /// The channel and chat kind.
+    pub fn channel(mut self, channel: &str, chat_kind: ChatKind) -> Self {
+        self.0.channel = Some(channel.into());
+        self.0.chat_kind = Some(chat_kind);
+        self
+    }
+    /// A group chat's title.
+    pub fn group_title(mut self, title: &str) -> Self {
+        self.0.group_title = Some(title.into());
+        self
+    }
+    /// The caller's extra prompt.
+    pub fn extra(mut self, extra: &str) -> Self {
+        self.0.extra = Some(extra.into());
+        self
+    }
+    /// The turn's time: seconds since 1970 (UTC), the zone's offset in
+    /// seconds and its IANA name.
+    pub fn now(mut self, unix_seconds: i64, utc_offset_seconds: i32, timezone: &str) -> Self {
+        self.0.now = TurnTime::at(unix_seconds, utc_offset_seconds, timezone);
+        self
+    }
+    /// A per-turn file (USER.md, HEARTBEAT.md).
+    pub fn file(mut self, name: &str, content: &str) -> Self {
+        self.0.files.push(File::new(name, content));
+        self
+    }
+}
+
+impl AgentContext {
+    /// A builder starting from [`AgentContext::default`].
+    pub fn builder() -> Builder<AgentContext> {
+        Builder::default()
+    }
+}
+
+impl TurnContext {
+    /// A builder starting from [`TurnContext::default`].
+    pub fn builder() -> Builder<TurnContext> {
+        Builder::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn with_model(model: &str) -> Context {
-        Context {
-            agent_id: "a".into(),
-            mode: Mode::Full,
-            provider: None,
-            model: Some(model.into()),
-            channel: None,
-            chat_kind: None,
-            tools: vec![],
-            skills: vec![],
-            config: Value::Null,
-            now: String::new(),
-            timezone: "UTC".into(),
-        }
+    fn with_model(model: &str) -> AgentContext {
+        AgentContext::builder().model("any", model).build()
     }
 
     #[test]
@@ -217,25 +368,37 @@ mod tests {
             assert!(!with_model(no).model_in_family("gpt-5"), "{no}");
         }
     }
-}
-
-#[cfg(test)]
-mod builder_tests {
-    use super::*;
 
     #[test]
     fn a_test_context_in_one_expression() {
-        let ctx = Context::builder()
+        let ctx = TurnContext::builder()
             .model("openai", "gpt-5.1")
             .channel("telegram", ChatKind::Group)
             .tool("gpio_write", "Sets a pin.")
             .tool("exec", "Runs a command.")
             .config(serde_json::json!({"patterns": ["gpio_*"]}))
-            .now("2026-11-21T23:30:00-08:00", "America/Los_Angeles")
+            .now(1_763_796_600, -8 * 3600, "America/Los_Angeles")
             .build();
         assert_eq!(ctx.tool_names().collect::<Vec<_>>(), ["exec", "gpio_write"]);
         assert_eq!(ctx.config_strings("patterns"), Some(vec!["gpio_*"]));
-        assert_eq!(ctx.local_date(), Some("2026-11-21"), "the turn's own date, not UTC's");
-        assert_eq!(Context::default().mode, Mode::Full);
+        assert_eq!(ctx.now.rfc3339, "2025-11-21T23:30:00-08:00");
+        assert_eq!(ctx.now.local_date(), "2025-11-21", "the turn's own date, not UTC's");
+        assert_eq!(ctx.now.local_time(), "23:30");
+        assert_eq!(AgentContext::default().mode, Mode::Full);
+    }
+
+    #[test]
+    fn turn_times_agree_with_known_dates() {
+        // (unix seconds, offset, expected RFC 3339), checked against `date -u -d @N`.
+        let cases = [
+            (0, 0, "1970-01-01T00:00:00Z"),
+            (951_782_400, 0, "2000-02-29T00:00:00Z"),
+            (1_767_225_599, 3600, "2026-01-01T00:59:59+01:00"),
+            (-1, 0, "1969-12-31T23:59:59Z"),
+            (1_709_164_800, 19_800, "2024-02-29T05:30:00+05:30"),
+        ];
+        for (secs, offset, want) in cases {
+            assert_eq!(TurnTime::at(secs, offset, "X").rfc3339, want, "{secs}");
+        }
     }
 }

@@ -2,15 +2,16 @@
 //! between them and the SDK's own types, and the exports `register_plugin!`
 //! wires to a [`Plugin`].
 
-use crate::context::{ChatKind, Context, Mode, Skill, Tool};
-use crate::output::{File, Overlay, Section, Slot, Zone};
-use crate::{Hook, LogLevel, Plugin};
+use crate::__private::Registered;
+use crate::context::{AgentContext, Budget, ChatKind, Mode, Session, Skill, Tool, TurnContext, TurnTime};
+use crate::output::{File, Section, Slot};
+use crate::LogLevel;
 use std::marker::PhantomData;
 
 #[doc(hidden)]
 pub mod wit {
     wit_bindgen::generate!({
-        // A copy of wit/0.1.0 inside the crate, so it packages and publishes on
+        // A copy of wit/0.2.0 inside the crate, so it packages and publishes on
         // its own; tests/wit_package.rs checks the two are the same bytes.
         path: "wit",
         world: "plugin",
@@ -23,7 +24,7 @@ pub mod wit {
     pub use wit_bindgen as __wit_bindgen;
 }
 
-use wit::exports::proem::plugin::{bootstrap, describe, overlay, sections};
+use wit::exports::proem::plugin::{bootstrap, describe, stable, turn};
 #[cfg(target_arch = "wasm32")]
 use wit::proem::plugin::host;
 use wit::proem::plugin::types as t;
@@ -32,29 +33,32 @@ use wit::proem::plugin::types as t;
 #[doc(hidden)]
 pub struct Export<P>(PhantomData<P>);
 
-impl<P: Plugin + crate::__private::Meta> Export<P> {
+impl<P: Registered> Export<P> {
     /// Touches every export, so a native build of a plugin sees its code as used.
     #[doc(hidden)]
     pub fn native() -> Export<P> {
         let _ = (
             <Self as describe::Guest>::info as fn() -> _,
-            <Self as sections::Guest>::contribute as fn(_) -> _,
-            <Self as overlay::Guest>::overlay as fn(_) -> _,
+            <Self as stable::Guest>::contribute as fn(_, _) -> _,
+            <Self as turn::Guest>::contribute as fn(_) -> _,
             <Self as bootstrap::Guest>::on_bootstrap as fn(_, _) -> _,
         );
         Export(PhantomData)
     }
 }
 
-impl<P: Plugin + crate::__private::Meta> describe::Guest for Export<P> {
+impl<P: Registered> describe::Guest for Export<P> {
     fn info() -> t::PluginInfo {
+        let found = P::hooks();
         let mut hooks = t::Hooks::empty();
-        for hook in P::HOOKS {
-            hooks |= match hook {
-                Hook::Sections => t::Hooks::SECTIONS,
-                Hook::Overlay => t::Hooks::OVERLAY,
-                Hook::Bootstrap => t::Hooks::BOOTSTRAP,
-            };
+        if found.stable.is_some() {
+            hooks |= t::Hooks::STABLE;
+        }
+        if found.turn.is_some() {
+            hooks |= t::Hooks::TURN;
+        }
+        if found.bootstrap.is_some() {
+            hooks |= t::Hooks::BOOTSTRAP;
         }
         t::PluginInfo {
             id: P::ID.to_string(),
@@ -65,29 +69,32 @@ impl<P: Plugin + crate::__private::Meta> describe::Guest for Export<P> {
     }
 }
 
-impl<P: Plugin> sections::Guest for Export<P> {
-    fn contribute(ctx: t::BuildContext) -> Result<Vec<t::Section>, String> {
-        let sections = P::default().sections(&context(ctx))?;
-        Ok(sections.into_iter().map(section).collect())
+impl<P: Registered> stable::Guest for Export<P> {
+    fn contribute(ctx: t::AgentContext, files: Vec<t::BootstrapFile>) -> Result<t::StableOutput, String> {
+        let Some(hook) = P::hooks().stable else { return Ok(t::StableOutput { sections: Vec::new(), prefix: None }) };
+        let out = hook(&agent_context(ctx), &files_in(files))?;
+        Ok(t::StableOutput { sections: out.sections.into_iter().map(section).collect(), prefix: out.prefix })
     }
 }
 
-impl<P: Plugin> overlay::Guest for Export<P> {
-    fn overlay(ctx: t::BuildContext) -> Result<Option<t::Overlay>, String> {
-        Ok(P::default().overlay(&context(ctx))?.map(|o: Overlay| t::Overlay {
-            replacements: o.replacements.into_iter().map(|(id, body)| t::SectionReplacement { id, body }).collect(),
-            stable_prefix: o.stable_prefix,
-            dynamic_suffix: o.dynamic_suffix,
-        }))
+impl<P: Registered> turn::Guest for Export<P> {
+    fn contribute(ctx: t::TurnContext) -> Result<t::TurnOutput, String> {
+        let Some(hook) = P::hooks().turn else { return Ok(t::TurnOutput { sections: Vec::new(), suffix: None }) };
+        let out = hook(&turn_context(ctx))?;
+        Ok(t::TurnOutput { sections: out.sections.into_iter().map(section).collect(), suffix: out.suffix })
     }
 }
 
-impl<P: Plugin> bootstrap::Guest for Export<P> {
-    fn on_bootstrap(ctx: t::BuildContext, files: Vec<t::BootstrapFile>) -> Result<Vec<t::BootstrapFile>, String> {
-        let files = files.into_iter().map(|f| File { name: f.name, content: f.content }).collect();
-        let out = P::default().bootstrap(&context(ctx), files)?;
+impl<P: Registered> bootstrap::Guest for Export<P> {
+    fn on_bootstrap(ctx: t::AgentContext, files: Vec<t::BootstrapFile>) -> Result<Vec<t::BootstrapFile>, String> {
+        let Some(hook) = P::hooks().bootstrap else { return Ok(files) };
+        let out = hook(&agent_context(ctx), files_in(files))?;
         Ok(out.into_iter().map(|f| t::BootstrapFile { name: f.name, content: f.content }).collect())
     }
+}
+
+fn files_in(files: Vec<t::BootstrapFile>) -> Vec<File> {
+    files.into_iter().map(|f| File { name: f.name, content: f.content }).collect()
 }
 
 fn mode(m: t::Mode) -> Mode {
@@ -108,31 +115,65 @@ fn wit_mode(m: Mode) -> t::Mode {
     }
 }
 
-fn context(ctx: t::BuildContext) -> Context {
-    Context {
-        agent_id: ctx.agent_id,
-        mode: mode(ctx.mode),
-        provider: ctx.provider,
-        model: ctx.model,
-        channel: ctx.channel,
-        chat_kind: match ctx.chat_kind.as_deref() {
-            Some("direct") => Some(ChatKind::Direct),
-            Some("group") => Some(ChatKind::Group),
-            _ => None,
+fn tools(tools: Vec<t::Tool>) -> Vec<Tool> {
+    tools
+        .into_iter()
+        .map(|t| Tool { name: t.name, description: t.description, parameters_json: t.parameters_json })
+        .collect()
+}
+
+fn config(json: &str) -> serde_json::Value {
+    serde_json::from_str(json).unwrap_or(serde_json::Value::Object(Default::default()))
+}
+
+fn budget(b: t::Budget) -> Budget {
+    Budget { tokens: b.tokens, tokenizer: b.tokenizer }
+}
+
+fn agent_context(ctx: t::AgentContext) -> AgentContext {
+    AgentContext {
+        session: Session {
+            agent_id: ctx.agent_id,
+            mode: mode(ctx.mode),
+            provider: ctx.provider,
+            model: ctx.model,
+            tools: tools(ctx.tools),
+            config: config(&ctx.config_json),
+            budget: budget(ctx.budget),
         },
-        tools: ctx
-            .tools
-            .into_iter()
-            .map(|t| Tool { name: t.name, description: t.description, parameters_json: t.parameters_json })
-            .collect(),
         skills: ctx
             .skills
             .into_iter()
             .map(|s| Skill { name: s.name, description: s.description, location: s.location })
             .collect(),
-        config: serde_json::from_str(&ctx.config_json).unwrap_or(serde_json::Value::Object(Default::default())),
-        now: ctx.now,
-        timezone: ctx.timezone,
+    }
+}
+
+fn turn_context(ctx: t::TurnContext) -> TurnContext {
+    TurnContext {
+        session: Session {
+            agent_id: ctx.agent_id,
+            mode: mode(ctx.mode),
+            provider: ctx.provider,
+            model: ctx.model,
+            tools: tools(ctx.tools),
+            config: config(&ctx.config_json),
+            budget: budget(ctx.budget),
+        },
+        now: TurnTime {
+            rfc3339: ctx.now.rfc3339,
+            timezone: ctx.now.timezone,
+            unix_seconds: ctx.now.unix_seconds,
+            utc_offset_seconds: ctx.now.utc_offset_seconds,
+        },
+        channel: ctx.channel,
+        chat_kind: ctx.chat_kind.map(|k| match k {
+            t::ChatKind::Direct => ChatKind::Direct,
+            t::ChatKind::Group => ChatKind::Group,
+        }),
+        group_title: ctx.group_title,
+        extra: ctx.extra,
+        files: files_in(ctx.files),
     }
 }
 
@@ -144,13 +185,10 @@ fn section(s: Section) -> t::Section {
             Slot::After(a) => t::Slot::After(a),
             Slot::Replace(a) => t::Slot::Replace(a),
         },
-        zone: match s.zone {
-            Zone::Stable => t::Zone::Stable,
-            Zone::Dynamic => t::Zone::Dynamic,
-        },
         priority: s.priority,
         modes: s.modes.into_iter().map(wit_mode).collect(),
         body: s.body,
+        max_tokens: s.max_tokens,
     }
 }
 

@@ -1,8 +1,11 @@
-//! persona-swap: an example of a third-party proem plugin, both hooks in one crate.
+//! persona-swap: an example of a third-party proem plugin, all three hooks in one crate.
 //!
-//! - `agent:bootstrap`: swaps SOUL.md for a per-channel persona file, so the
-//!   agent speaks as a different character on Telegram than on Discord.
-//! - `sections`: adds a short "Sign-off" section after the persona.
+//! - `agent:bootstrap` ([`BootstrapHook`]): swaps SOUL.md for the persona file
+//!   the operator names in `persona`, so the agent speaks as another
+//!   character without anyone editing its workspace.
+//! - stable ([`StableHook`]): adds a short "Sign-off" section after the persona.
+//! - turn ([`TurnHook`]): a per-channel note below the cache boundary; the
+//!   channel is per-turn, so it never touches the cached part.
 //!
 //! proem.toml:
 //!
@@ -10,37 +13,51 @@
 //! [[plugins]]
 //! id = "persona-swap"
 //! path = "plugins/persona_swap.wasm"
-//! grants = ["workspace-read"]          # to read the persona files
-//! config = { personas = { telegram = "personas/telegram.md" }, sign_off = "— Marlow" }
+//! grants = ["workspace-read"]          # to read the persona file
+//! config = { persona = "personas/off-duty.md", sign_off = "— Marlow", channel_notes = { telegram = "Keep it short." } }
 //! ```
 
-use proem_sdk::{workspace, Context, File, Hook, Plugin, Section};
+use proem_sdk::{
+    workspace, AgentContext, BootstrapHook, File, Plugin, Section, StableHook, StableOutput, TurnContext, TurnHook,
+    TurnOutput,
+};
 
 #[derive(Default)]
 struct PersonaSwap;
 
 impl Plugin for PersonaSwap {
-    const HOOKS: &'static [Hook] = &[Hook::Bootstrap, Hook::Sections];
-
     fn capabilities(&self) -> Vec<String> {
         vec!["workspace-read".into()]
     }
+}
 
-    fn bootstrap(&self, ctx: &Context, mut files: Vec<File>) -> Result<Vec<File>, String> {
-        let Some(channel) = &ctx.channel else { return Ok(files) };
-        let Some(path) = ctx.config.get("personas").and_then(|p| p.get(channel)).and_then(|p| p.as_str()) else {
-            return Ok(files); // no persona for this channel: keep SOUL.md
-        };
+impl BootstrapHook for PersonaSwap {
+    fn bootstrap(&self, ctx: &AgentContext, mut files: Vec<File>) -> Result<Vec<File>, String> {
+        let Some(path) = ctx.config_str("persona") else { return Ok(files) }; // keep SOUL.md
         let persona = workspace::read_to_string(path)?;
         files.retain(|f| f.name != "SOUL.md");
         files.push(File::new("SOUL.md", persona));
         Ok(files)
     }
+}
 
-    fn sections(&self, ctx: &Context) -> Result<Vec<Section>, String> {
-        let Some(sign_off) = ctx.config_str("sign_off") else { return Ok(Vec::new()) };
+impl StableHook for PersonaSwap {
+    fn stable(&self, ctx: &AgentContext, _files: &[File]) -> Result<StableOutput, String> {
+        let Some(sign_off) = ctx.config_str("sign_off") else { return Ok(StableOutput::default()) };
         let body = format!("## Sign-off\nEnd longer replies with \"{sign_off}\" on a line of its own.");
-        Ok(vec![Section::after("persona", "sign_off", body)])
+        Ok(StableOutput::default().section(Section::after("persona", "sign_off", body)))
+    }
+}
+
+impl TurnHook for PersonaSwap {
+    fn turn(&self, ctx: &TurnContext) -> Result<TurnOutput, String> {
+        let note = ctx.channel.as_deref().and_then(|c| ctx.config.get("channel_notes")?.get(c)?.as_str());
+        let Some(note) = note else { return Ok(TurnOutput::default()) };
+        Ok(TurnOutput::default().section(Section::after(
+            "channel_formatting",
+            "channel_note",
+            format!("## On This Channel\n{note}"),
+        )))
     }
 }
 

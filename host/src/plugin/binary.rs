@@ -111,7 +111,8 @@ mod tests {
     #[test]
     fn versions() {
         assert!(wit::is_supported("0.1.0") && wit::is_supported("0.1.9"));
-        for other in ["0.2.0", "1.0.0", "0", "", "x.y", "0.10.0"] {
+        assert!(wit::is_supported("0.2.0") && wit::is_supported("0.2.3"));
+        for other in ["0.3.0", "1.0.0", "0", "", "x.y", "0.10.0", "0.20.0"] {
             assert!(!wit::is_supported(other), "{other}");
         }
     }

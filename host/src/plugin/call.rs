@@ -12,7 +12,7 @@ use crate::plugin::cache::error_chain;
 use crate::plugin::engine::{self, PluginEngine};
 use crate::plugin::hooks::{self, BuildContext, PluginInfo, RawFile, RawOverlay, RawSection};
 use crate::plugin::sandbox::{CallClock, LogLine, Sandbox, State};
-use crate::plugin::wit::{v0_1, Bindings};
+use crate::plugin::wit::{v0_1, v0_2, Bindings};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -28,8 +28,12 @@ pub enum Request {
     Sections(BuildContext),
     /// `overlay.overlay`.
     Overlay(BuildContext),
-    /// `bootstrap.on-bootstrap`.
+    /// `bootstrap.on-bootstrap` (0.2: sees the stable files only).
     Bootstrap(BuildContext, Vec<RawFile>),
+    /// 0.2 `stable.contribute`, with the stable files.
+    Stable(BuildContext, Vec<RawFile>),
+    /// 0.2 `turn.contribute`, with the per-turn files.
+    Turn(BuildContext, Vec<RawFile>),
 }
 
 impl Request {
@@ -40,6 +44,8 @@ impl Request {
             Request::Sections(_) => "sections",
             Request::Overlay(_) => "overlay",
             Request::Bootstrap(..) => "agent:bootstrap",
+            Request::Stable(..) => "stable",
+            Request::Turn(..) => "turn",
         }
     }
 }
@@ -55,6 +61,9 @@ pub enum Response {
     Overlay(Option<RawOverlay>),
     /// From `agent:bootstrap`.
     Bootstrap(Vec<RawFile>),
+    /// From 0.2 `stable` or `turn`: sections (in the hook's zone) and the
+    /// prefix or suffix as an overlay.
+    Contribution(Vec<RawSection>, RawOverlay),
 }
 
 /// Why a call failed, in the words the report uses.
@@ -236,6 +245,8 @@ async fn dispatch(
     store: &mut Store<State>,
     request: Request,
 ) -> wasmtime::Result<Result<Response, String>> {
+    let wrong =
+        |request: &Request, api: &str| Ok(Err(format!("the {} hook is not part of plugin API {api}", request.hook())));
     match bindings {
         Bindings::V0_1(pre) => {
             let plugin = pre.instantiate_async(&mut *store).await?;
@@ -262,6 +273,33 @@ async fn dispatch(
                     .call_on_bootstrap(&mut *store, &v0_1::context(&ctx), &v0_1::files_in(&files))
                     .await?
                     .map(|f| Response::Bootstrap(v0_1::files_out(f))),
+                other @ (Request::Stable(..) | Request::Turn(..)) => return wrong(&other, "0.1"),
+            })
+        }
+        Bindings::V0_2(pre) => {
+            let plugin = pre.instantiate_async(&mut *store).await?;
+            store.data_mut().clock.restart();
+            let contribution = |(sections, overlay)| Response::Contribution(sections, overlay);
+            Ok(match request {
+                Request::Info => {
+                    Ok(Response::Info(v0_2::info(plugin.proem_plugin_describe().call_info(&mut *store).await?)))
+                }
+                Request::Stable(ctx, files) => plugin
+                    .proem_plugin_stable()
+                    .call_contribute(&mut *store, &v0_2::agent_context(&ctx), &v0_2::files_in(&files))
+                    .await?
+                    .map(|o| contribution(v0_2::stable_output(o))),
+                Request::Turn(ctx, files) => plugin
+                    .proem_plugin_turn()
+                    .call_contribute(&mut *store, &v0_2::turn_context(&ctx, &files))
+                    .await?
+                    .map(|o| contribution(v0_2::turn_output(o))),
+                Request::Bootstrap(ctx, files) => plugin
+                    .proem_plugin_bootstrap()
+                    .call_on_bootstrap(&mut *store, &v0_2::agent_context(&ctx), &v0_2::files_in(&files))
+                    .await?
+                    .map(|f| Response::Bootstrap(v0_2::files_out(f))),
+                other @ (Request::Sections(_) | Request::Overlay(_)) => return wrong(&other, "0.2"),
             })
         }
     }

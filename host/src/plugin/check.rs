@@ -63,20 +63,54 @@ fn run(path: &Path, text: &mut String) -> Result<usize, String> {
     );
     let mut problems = Vec::new();
     let major_minor: String = api.split('.').take(2).collect::<Vec<_>>().join(".");
-    for (declared, hook) in [(info.sections, "sections"), (info.overlay, "overlay"), (info.bootstrap, "bootstrap")] {
+    let version_hooks: &[(bool, &str)] = if major_minor == "0.1" {
+        &[(info.sections, "sections"), (info.overlay, "overlay"), (info.bootstrap, "bootstrap")]
+    } else {
+        &[(info.stable, "stable"), (info.turn, "turn"), (info.bootstrap, "bootstrap")]
+    };
+    for (declared, hook) in version_hooks {
         let exported = exports.iter().any(|e| e.starts_with(&format!("proem:plugin/{hook}@{major_minor}")));
-        if declared && !exported {
+        if *declared && !exported {
             problems.push(format!(
                 "declares the {hook} hook but does not export proem:plugin/{hook}: rebuild with proem-sdk, or export the interface"
             ));
         }
     }
-    if !info.sections && !info.overlay && !info.bootstrap {
+    if version_hooks.iter().all(|(declared, _)| !declared) {
         problems.push(
-            "declares no hook, so proem never calls it: list the hooks it implements in `const HOOKS` (e.g. &[Hook::Sections])"
+            "declares no hook, so proem never calls it: implement StableHook, TurnHook or BootstrapHook \
+             (proem-sdk's register_plugin! declares the ones implemented)"
                 .into(),
         );
     }
+    // Call every hook once with a sample turn, declared or not.
+    let files = sample_files();
+    for (_, probes) in set.probe_hooks(&crate::plugin::BuildContext::sample(), &files) {
+        for probe in probes {
+            match (&probe.answer, probe.declared) {
+                (Err(why), true) => problems.push(format!("the {} hook fails on a sample turn: {why}", probe.hook)),
+                (Ok(true), false) => problems.push(format!(
+                    "implements the {} hook (it answers a sample turn) but does not declare it, so proem never \
+                     calls it: add it to plugin-info.hooks (proem-sdk's register_plugin! does this for every hook \
+                     trait implemented)",
+                    probe.hook
+                )),
+                (Ok(answered), true) => {
+                    let _ = writeln!(
+                        text,
+                        "ok       {} hook answers a sample turn{}",
+                        probe.hook,
+                        if *answered { "" } else { " (with nothing for it)" }
+                    );
+                }
+                _ => {}
+            }
+        }
+    }
+    // Build a sample turn with the plugin required: what proem says about
+    // its output (an id taken from a core section, invalid sections) is a
+    // problem here.
+    problems.extend(sample_build(dir.path(), &files));
     for problem in &problems {
         let _ = writeln!(text, "problem  {problem}");
     }
@@ -87,4 +121,56 @@ fn run(path: &Path, text: &mut String) -> Result<usize, String> {
         );
     }
     Ok(problems.len())
+}
+
+fn sample_files() -> Vec<crate::bootstrap::BootstrapFile> {
+    let file = |name: &str, text: &str| crate::bootstrap::BootstrapFile { name: name.into(), text: Some(text.into()) };
+    vec![file("AGENTS.md", "# Agents\nWork carefully."), file("SOUL.md", "# Soul\nCalm and precise.")]
+}
+
+/// Builds one sample turn in `dir` (which holds plugin.wasm) and returns
+/// what the report says about the plugin as problems.
+fn sample_build(dir: &Path, files: &[crate::bootstrap::BootstrapFile]) -> Vec<String> {
+    for f in files {
+        let _ = std::fs::write(dir.join(&f.name), f.text.as_deref().unwrap_or(""));
+    }
+    let toml = "[[plugins]]\nid = \"checked\"\npath = \"plugin.wasm\"\n";
+    if std::fs::write(dir.join("proem.toml"), toml).is_err() {
+        return vec!["cannot write a sample agent".into()];
+    }
+    let sample = crate::plugin::BuildContext::sample();
+    let tools: Vec<crate::turn::Tool> = sample
+        .tools
+        .iter()
+        .map(|t| crate::turn::Tool {
+            name: t.name.clone(),
+            description: t.description.clone(),
+            parameters: None,
+            server: None,
+        })
+        .collect();
+    let turn = crate::Turn {
+        provider: sample.provider.clone(),
+        model: sample.model.clone(),
+        channel: sample.channel.clone(),
+        chat_kind: Some(crate::turn::ChatKind::Group),
+        group_title: sample.group_title.clone(),
+        tools: Some(tools),
+        now: crate::turn::parse_now(&sample.now).ok(),
+        timezone: Some(sample.timezone.clone()),
+        ..crate::Turn::default()
+    };
+    let assembler = match crate::Assembler::open(dir, None) {
+        Ok(a) => a,
+        Err(e) => return vec![format!("a sample agent with it does not open: {e}")],
+    };
+    match assembler.build(&turn) {
+        Err(e) => vec![format!("a sample build fails: {e}")],
+        Ok(built) => built
+            .diagnostics
+            .iter()
+            .filter(|d| d.level != crate::report::Level::Info && d.message.contains("checked"))
+            .map(|d| format!("on a sample turn: {} ({})", d.message, d.code))
+            .collect(),
+    }
 }

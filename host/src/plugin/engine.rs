@@ -58,6 +58,7 @@ impl PluginEngine {
         crate::plugin::virtual_io::add_to_linker(&mut linker)
             .map_err(|e| format!("cannot link the virtual clock: {e}"))?;
         wit::v0_1::add_to_linker(&mut linker).map_err(|e| format!("cannot link the plugin API: {e}"))?;
+        wit::v0_2::add_to_linker(&mut linker).map_err(|e| format!("cannot link the plugin API 0.2: {e}"))?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(WORKER_THREADS)
             .thread_name("proem-plugin")

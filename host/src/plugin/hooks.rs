@@ -37,6 +37,55 @@ pub struct BuildContext {
     pub now: String,
     /// IANA time zone.
     pub timezone: String,
+    /// The build's time as seconds since 1970 (UTC).
+    pub unix_seconds: i64,
+    /// The zone's offset from UTC at `now`, in seconds.
+    pub utc_offset_seconds: i32,
+    /// The group chat's title (sanitised), when known.
+    pub group_title: Option<String>,
+    /// The caller's extra prompt (sanitised), when given.
+    pub extra: Option<String>,
+    /// The whole prompt's token budget.
+    pub budget_tokens: u32,
+    /// The tokenizer's name (`o200k_base`, `cl100k_base`).
+    pub tokenizer: String,
+}
+
+impl BuildContext {
+    /// A plausible turn for checking a plugin outside any agent: a few tools
+    /// (two of them hardware tools), an OpenAI GPT-5 model, a Telegram
+    /// group chat, a fixed time in Berlin.
+    pub fn sample() -> BuildContext {
+        let tool = |name: &str, description: &str| ContextTool {
+            name: name.into(),
+            description: description.into(),
+            parameters_json: Some(r#"{"type":"object"}"#.into()),
+        };
+        BuildContext {
+            agent_id: "sample".into(),
+            mode: Mode::Full,
+            provider: Some("openai".into()),
+            model: Some("gpt-5.1".into()),
+            channel: Some("telegram".into()),
+            chat_kind: Some("group".into()),
+            tools: vec![
+                tool("exec", "Runs a shell command."),
+                tool("gpio_write", "Sets a GPIO pin."),
+                tool("i2c_scan", "Lists I2C devices."),
+                tool("read", "Reads a file."),
+            ],
+            skills: Vec::new(),
+            config_json: "{}".into(),
+            now: "2026-11-21T10:30:00+01:00".into(),
+            timezone: "Europe/Berlin".into(),
+            unix_seconds: 1_795_253_400,
+            utc_offset_seconds: 3600,
+            group_title: Some("Lab".into()),
+            extra: None,
+            budget_tokens: 24_000,
+            tokenizer: "o200k_base".into(),
+        }
+    }
 }
 
 /// A tool as plugins see it.
@@ -63,6 +112,10 @@ pub struct PluginInfo {
     pub overlay: bool,
     /// Implements `agent:bootstrap`.
     pub bootstrap: bool,
+    /// Implements the 0.2 `stable` hook.
+    pub stable: bool,
+    /// Implements the 0.2 `turn` hook.
+    pub turn: bool,
     /// Capabilities it asks for (granted only by the operator).
     pub capabilities: Vec<String>,
     /// The API version it was built for (`0.1`).
@@ -101,6 +154,8 @@ impl PluginInfo {
             sections,
             overlay,
             bootstrap,
+            stable: false,
+            turn: false,
             capabilities: capabilities
                 .iter()
                 .map(|c| label(c, MAX_LABEL_CHARS))
@@ -114,6 +169,12 @@ impl PluginInfo {
     /// The hooks, comma-separated, for tables.
     pub fn hooks(&self) -> String {
         let mut h = Vec::new();
+        if self.stable {
+            h.push("stable");
+        }
+        if self.turn {
+            h.push("turn");
+        }
         if self.sections {
             h.push("sections");
         }
@@ -146,6 +207,8 @@ pub struct RawSection {
     pub modes: Vec<Mode>,
     /// Its text.
     pub body: String,
+    /// Its token budget hint (0.2): the body is cut to this many tokens.
+    pub max_tokens: Option<u32>,
 }
 
 /// A slot as returned.
@@ -355,6 +418,62 @@ pub fn validate_overlay(
     Ok(out)
 }
 
+/// Validates a 0.2 `stable` or `turn` answer. Every section is in the
+/// hook's `zone`; a replacement may take only a core section of that zone
+/// (so a turn hook can never reach above the cache boundary); the end block
+/// is the stable prefix or the dynamic suffix; a section's `max-tokens`
+/// hint cuts its body. Returns the sections and the keys of those cut.
+pub fn validate_contribution(
+    plugin: &str,
+    zone: Zone,
+    raw: Vec<RawSection>,
+    ends: RawOverlay,
+    caps: OutputCaps,
+    counter: &crate::tokens::TokenCounter,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Result<(Vec<Section>, Vec<crate::section::SectionKey>), String> {
+    let (hook, other) = match zone {
+        Zone::Stable => ("stable", "turn"),
+        Zone::Dynamic => ("turn", "stable"),
+    };
+    let mut hints: Vec<(String, u32)> = Vec::new();
+    for s in &raw {
+        let id = match &s.slot {
+            RawSlot::Replace(target) => {
+                let target = anchor(target)?;
+                let spec = core_spec(target).expect("anchor() checked the id");
+                if spec.zone != zone {
+                    return Err(format!(
+                        "the {hook} hook replaces {target}, which is {} the cache boundary: replace it from the {other} hook",
+                        if spec.zone == Zone::Stable { "above" } else { "below" }
+                    ));
+                }
+                target.to_string()
+            }
+            _ => s.id.clone(),
+        };
+        if let Some(max) = s.max_tokens {
+            hints.push((id, max));
+        }
+    }
+    let mut sections = validate_sections(plugin, raw, caps, diagnostics)?;
+    sections.extend(validate_overlay(plugin, ends, caps, diagnostics)?);
+    let mut capped = Vec::new();
+    for section in &mut sections {
+        let Some((_, max)) = hints.iter().find(|(id, _)| *id == section.id) else { continue };
+        if let Some(head) = crate::tokens::head_within(&section.body, *max as usize, counter) {
+            diagnostics.push(Diagnostic::info(
+                "plugin_section_capped",
+                format!("plugin {plugin}: section {} was cut to its max-tokens hint of {max}", section.id),
+            ));
+            section.body = head;
+            capped.push(section.key());
+        }
+    }
+    sections.retain(|s| !s.body.is_empty() || s.slot.placement() == Placement::At);
+    Ok((sections, capped))
+}
+
 /// Drops repeated overlay prefix/suffix blocks (same text from two
 /// overlays): the first by merge order stays, the others are reported.
 pub fn dedupe_overlay_blocks(sections: &mut Vec<Section>, diagnostics: &mut Vec<Diagnostic>) {
@@ -407,7 +526,15 @@ mod tests {
     const CAPS: OutputCaps = OutputCaps { max_bytes: 100, max_items: 3 };
 
     fn raw(id: &str, slot: RawSlot, body: &str) -> RawSection {
-        RawSection { id: id.into(), slot, zone: Zone::Stable, priority: 0, modes: vec![], body: body.into() }
+        RawSection {
+            id: id.into(),
+            slot,
+            zone: Zone::Stable,
+            priority: 0,
+            modes: vec![],
+            body: body.into(),
+            max_tokens: None,
+        }
     }
 
     #[test]

@@ -4,25 +4,31 @@
 
 use std::path::{Path, PathBuf};
 
-/// The hooks a new plugin implements.
+/// What a new plugin does, one piece per `--hooks` name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ScaffoldHook {
-    /// `sections`.
+    /// `stable` (or `sections`): a stable hook adding a section.
     Sections,
-    /// `overlay`.
+    /// `overlay`: a stable hook adding a prefix for one provider.
     Overlay,
-    /// `agent:bootstrap`.
+    /// `turn`: a turn hook adding a section below the cache boundary.
+    Turn,
+    /// `bootstrap`: an `agent:bootstrap` hook.
     Bootstrap,
 }
 
+/// The names `--hooks` takes.
+pub const HOOK_NAMES: &str = "stable (or sections), overlay, turn, bootstrap";
+
 impl ScaffoldHook {
-    /// Parses `sections`, `overlay` or `bootstrap`.
+    /// Parses one `--hooks` name.
     pub fn parse(name: &str) -> Result<ScaffoldHook, String> {
         match name.trim() {
-            "sections" => Ok(ScaffoldHook::Sections),
+            "stable" | "sections" => Ok(ScaffoldHook::Sections),
             "overlay" => Ok(ScaffoldHook::Overlay),
+            "turn" => Ok(ScaffoldHook::Turn),
             "bootstrap" => Ok(ScaffoldHook::Bootstrap),
-            other => Err(format!("unknown hook {other:?}: expected sections, overlay or bootstrap")),
+            other => Err(format!("unknown hook {other:?}: expected {HOOK_NAMES}")),
         }
     }
 }
@@ -53,7 +59,7 @@ pub fn new_plugin(
             let path = std::fs::canonicalize(path).map_err(|e| format!("{}: {e}", path.display()))?;
             format!("proem-sdk = {{ path = {:?} }}", path.display().to_string())
         }
-        None => format!("proem-sdk = \"{}\"", env!("CARGO_PKG_VERSION").rsplit_once('.').map_or("0.1", |(mm, _)| mm)),
+        None => format!("proem-sdk = \"{}\"", env!("CARGO_PKG_VERSION").rsplit_once('.').map_or("0.2", |(mm, _)| mm)),
     };
     let files = [
         ("Cargo.toml", cargo_toml(name, &sdk)),
@@ -92,57 +98,122 @@ fn lib_rs(name: &str, hooks: &[ScaffoldHook]) -> String {
             c.next().map(|f| f.to_ascii_uppercase().to_string() + c.as_str()).unwrap_or_default()
         })
         .collect();
-    let listed: Vec<&str> = hooks
-        .iter()
-        .map(|h| match h {
-            ScaffoldHook::Sections => "Hook::Sections",
-            ScaffoldHook::Overlay => "Hook::Overlay",
-            ScaffoldHook::Bootstrap => "Hook::Bootstrap",
-        })
-        .collect();
-    let mut uses = vec!["Context", "Hook", "Plugin"];
-    let mut body = String::new();
-    if hooks.contains(&ScaffoldHook::Sections) {
-        uses.push("Section");
-        body.push_str(
-            "\n    /// Adds a section after Safety (stable: no per-turn data in it).\n    fn sections(&self, ctx: &Context) -> Result<Vec<Section>, String> {\n        let note = ctx.config_str(\"note\").unwrap_or(\"Hello from a proem plugin.\");\n        Ok(vec![Section::after(\"safety\", \"note\", format!(\"## Note\\n{note}\"))])\n    }\n",
-        );
-    }
-    if hooks.contains(&ScaffoldHook::Overlay) {
-        uses.push("Overlay");
-        body.push_str(
-            "\n    /// Adds a line to the stable prefix for one provider.\n    fn overlay(&self, ctx: &Context) -> Result<Option<Overlay>, String> {\n        if ctx.provider.as_deref() != Some(\"openai\") {\n            return Ok(None);\n        }\n        Ok(Some(Overlay::default().stable_prefix(\"Answer in plain prose.\")))\n    }\n",
-        );
-    }
-    if hooks.contains(&ScaffoldHook::Bootstrap) {
-        uses.push("File");
-        body.push_str(
-            "\n    /// Sees the workspace files before they are rendered; returns them (changed or not).\n    fn bootstrap(&self, _ctx: &Context, files: Vec<File>) -> Result<Vec<File>, String> {\n        Ok(files)\n    }\n",
-        );
-    }
-    uses.sort();
+    let has = |h: ScaffoldHook| hooks.contains(&h);
+    let stable = has(ScaffoldHook::Sections) || has(ScaffoldHook::Overlay);
+    let mut uses = vec!["Plugin"];
+    let mut code = format!("#[derive(Default)]\nstruct {type_name};\n\nimpl Plugin for {type_name} {{}}\n");
     let mut tests = String::new();
-    if hooks.contains(&ScaffoldHook::Sections) {
-        tests.push_str(&format!(
-            "\n    #[test]\n    fn it_adds_its_note() {{\n        let ctx = Context::builder().config(proem_sdk::serde_json::json!({{\"note\": \"Be kind.\"}})).build();\n        let sections = {type_name}.sections(&ctx).unwrap();\n        assert_eq!(sections.len(), 1);\n    }}\n"
+    if stable {
+        uses.extend(["AgentContext", "File", "StableHook", "StableOutput"]);
+        let mut body = String::from("        let mut out = StableOutput::default();\n");
+        if has(ScaffoldHook::Sections) {
+            uses.push("Section");
+            body.push_str(STABLE_SECTION);
+        }
+        if has(ScaffoldHook::Overlay) {
+            body.push_str(STABLE_PREFIX);
+        }
+        code.push_str(&format!(
+            "\n/// Above the cache boundary: sees only what stays the same for a session.\nimpl StableHook for {type_name} {{\n    fn stable(&self, ctx: &AgentContext, _files: &[File]) -> Result<StableOutput, String> {{\n{body}        Ok(out)\n    }}\n}}\n"
         ));
+        if has(ScaffoldHook::Sections) {
+            tests.push_str(&STABLE_SECTION_TEST.replace("{T}", &type_name));
+        }
+        if has(ScaffoldHook::Overlay) {
+            tests.push_str(&STABLE_PREFIX_TEST.replace("{T}", &type_name));
+        }
     }
-    if hooks.contains(&ScaffoldHook::Overlay) {
-        tests.push_str(&format!(
-            "\n    #[test]\n    fn the_overlay_is_for_openai_only() {{\n        let openai = Context::builder().model(\"openai\", \"gpt-5\").build();\n        assert!({type_name}.overlay(&openai).unwrap().is_some());\n        assert!({type_name}.overlay(&Context::default()).unwrap().is_none());\n    }}\n"
-        ));
+    if has(ScaffoldHook::Turn) {
+        uses.extend(["TurnContext", "TurnHook", "TurnOutput"]);
+        if !uses.contains(&"Section") {
+            uses.push("Section");
+        }
+        code.push_str(&TURN_HOOK.replace("{T}", &type_name));
+        tests.push_str(&TURN_TEST.replace("{T}", &type_name));
     }
-    if hooks.contains(&ScaffoldHook::Bootstrap) {
-        tests.push_str(&format!(
-            "\n    #[test]\n    fn bootstrap_keeps_the_files() {{\n        let files = vec![File::new(\"SOUL.md\", \"calm\")];\n        assert_eq!({type_name}.bootstrap(&Context::default(), files).unwrap().len(), 1);\n    }}\n"
-        ));
+    if has(ScaffoldHook::Bootstrap) {
+        uses.push("BootstrapHook");
+        for u in ["AgentContext", "File"] {
+            if !uses.contains(&u) {
+                uses.push(u);
+            }
+        }
+        code.push_str(&BOOTSTRAP_HOOK.replace("{T}", &type_name));
+        tests.push_str(&BOOTSTRAP_TEST.replace("{T}", &type_name));
     }
+    uses.sort_unstable();
     format!(
-        "//! {name}: a proem plugin.\n\nuse proem_sdk::{{{}}};\n\n#[derive(Default)]\nstruct {type_name};\n\nimpl Plugin for {type_name} {{\n    const HOOKS: &'static [Hook] = &[{}];\n{body}}}\n\nproem_sdk::register_plugin!({type_name});\n\n#[cfg(test)]\nmod tests {{\n    use super::*;\n{tests}}}\n",
-        uses.join(", "),
-        listed.join(", ")
+        "//! {name}: a proem plugin. The hooks it implements are the traits it\n//! implements; `register_plugin!` finds them.\n\nuse proem_sdk::{{{}}};\n\n{code}\nproem_sdk::register_plugin!({type_name});\n\n#[cfg(test)]\nmod tests {{\n    use super::*;\n{tests}}}\n",
+        uses.join(", ")
     )
 }
+
+const STABLE_SECTION: &str = r###"        // A section after Safety, from the operator's config.
+        let note = ctx.config_str("note").unwrap_or("Hello from a proem plugin.");
+        out = out.section(Section::after("safety", "note", format!("## Note\n{note}")));
+"###;
+
+const STABLE_PREFIX: &str = r###"        // A line at the top of the prompt, for one provider only.
+        if ctx.provider.as_deref() == Some("openai") {
+            out = out.prefix("Answer in plain prose.");
+        }
+"###;
+
+const TURN_HOOK: &str = r###"
+/// Below the cache boundary: sees the turn (time, channel, chat, extra).
+impl TurnHook for {T} {
+    fn turn(&self, ctx: &TurnContext) -> Result<TurnOutput, String> {
+        let Some(channel) = &ctx.channel else { return Ok(TurnOutput::default()) };
+        let body = format!("## Channel Note\nThis turn arrived on {channel} at {}.", ctx.now.local_time());
+        Ok(TurnOutput::default().section(Section::after("time", "channel_note", body)))
+    }
+}
+"###;
+
+const BOOTSTRAP_HOOK: &str = r###"
+/// Sees the stable workspace files before they are rendered; returns them (changed or not).
+impl BootstrapHook for {T} {
+    fn bootstrap(&self, _ctx: &AgentContext, files: Vec<File>) -> Result<Vec<File>, String> {
+        Ok(files)
+    }
+}
+"###;
+
+const STABLE_SECTION_TEST: &str = r###"
+    #[test]
+    fn it_adds_its_note() {
+        let ctx = AgentContext::builder().config(proem_sdk::serde_json::json!({"note": "Be kind."})).build();
+        let out = {T}.stable(&ctx, &[]).unwrap();
+        assert!(out.sections[0].body.contains("Be kind."));
+    }
+"###;
+
+const STABLE_PREFIX_TEST: &str = r###"
+    #[test]
+    fn the_prefix_is_for_openai_only() {
+        let openai = AgentContext::builder().model("openai", "gpt-5").build();
+        assert!({T}.stable(&openai, &[]).unwrap().prefix.is_some());
+        assert!({T}.stable(&AgentContext::default(), &[]).unwrap().prefix.is_none());
+    }
+"###;
+
+const TURN_TEST: &str = r###"
+    #[test]
+    fn it_notes_the_channel() {
+        let ctx = TurnContext::builder().channel("telegram", proem_sdk::ChatKind::Direct).build();
+        let out = {T}.turn(&ctx).unwrap();
+        assert!(out.sections[0].body.contains("telegram at 00:00"));
+        assert!({T}.turn(&TurnContext::default()).unwrap().sections.is_empty());
+    }
+"###;
+
+const BOOTSTRAP_TEST: &str = r###"
+    #[test]
+    fn bootstrap_keeps_the_files() {
+        let files = vec![File::new("SOUL.md", "calm")];
+        assert_eq!({T}.bootstrap(&AgentContext::default(), files).unwrap().len(), 1);
+    }
+"###;
 
 fn readme(name: &str) -> String {
     let file = name.replace('-', "_");

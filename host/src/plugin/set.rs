@@ -9,7 +9,7 @@
 //! hook at once. Results are put in (plugin id) order before anything is
 //! merged, so completion order never shows in the prompt.
 
-use crate::bootstrap::{load_order, BootstrapFile};
+use crate::bootstrap::{group_of, load_order, BootstrapFile, FileGroup};
 use crate::config::PluginConfig;
 use crate::error::ProemError;
 use crate::memo::KeyHasher;
@@ -17,7 +17,7 @@ use crate::plugin::call::{self, CallLimits, Failure, Outcome, Request, Response}
 use crate::plugin::engine::{self, PluginEngine};
 use crate::plugin::hooks::{self, BuildContext, OutputCaps, PluginInfo, RawFile};
 use crate::plugin::sandbox::{Grants, LogLine, Sandbox};
-use crate::plugin::wit::{v0_1, Bindings};
+use crate::plugin::wit::{v0_1, v0_2, Bindings};
 use crate::plugin::{binary, builtin, cache};
 use crate::report::{Diagnostic, PluginReport};
 use crate::section::Section;
@@ -126,6 +126,8 @@ pub struct BuildRun {
     pub diagnostics: Vec<Diagnostic>,
     /// Files a bootstrap hook replaced or added: file name → plugin id.
     pub file_sources: BTreeMap<String, String>,
+    /// Sections cut to their plugin's `max-tokens` hint: (source, id).
+    pub capped: std::collections::BTreeSet<crate::section::SectionKey>,
 }
 
 impl BuildRun {
@@ -271,7 +273,8 @@ impl PluginSet {
 
     /// Runs the `agent:bootstrap` hooks in plugin-id order. Each sees the
     /// files as the previous hook left them; a failing hook's change is
-    /// discarded.
+    /// discarded. A 0.2 hook sees only the stable files (the per-turn ones
+    /// pass it by) and no clock, channel or chat.
     pub fn run_bootstrap(
         &self,
         ctx: &BuildContext,
@@ -282,88 +285,148 @@ impl PluginSet {
         memo: Option<u64>,
     ) -> Result<Vec<BootstrapFile>, ProemError> {
         let Ok(engine) = engine::get() else { return Ok(files) };
-        let context = memo.map(|_| context_hash(ctx));
+        let hashes = memo.map(|_| (context_hash(ctx), stable_context_hash(ctx)));
         for plugin in &self.plugins {
             let Ok(ready) = &plugin.state else { continue };
             if !ready.info.bootstrap {
                 continue;
             }
-            let key = memo.zip(context).map(|(generation, context)| {
-                call_key(plugin, "agent:bootstrap", context, Some(&files), tokenizer, generation)
+            let split = ready.bindings.splits_zones();
+            // 0.2: the per-turn files pass the hook by.
+            let (seen, passing): (Vec<BootstrapFile>, Vec<BootstrapFile>) =
+                files.into_iter().partition(|f| !split || group_of(&f.name) != FileGroup::Dynamic);
+            let key = memo.zip(hashes).map(|(generation, (full, stable))| {
+                let context = if split { stable } else { full };
+                call_key(plugin, "agent:bootstrap", context, Some(&seen), tokenizer, generation)
             });
             let Outcome { result, logs, elapsed } = match key.and_then(|k| self.remembered(k)) {
                 Some(hit) => hit,
                 None => {
-                    let raw = files.iter().map(|f| RawFile { name: f.name.clone(), content: f.text.clone() }).collect();
+                    let raw = raw_files(&seen);
                     let request = Request::Bootstrap(with_config(ctx, plugin), raw);
-                    let call =
-                        plugin.call(engine, &ready.bindings, &self.agent_dir, now, tokenizer, plugin.deadline, request);
+                    let clock = if split { Duration::ZERO } else { now };
+                    let call = plugin.call(
+                        engine,
+                        &ready.bindings,
+                        &self.agent_dir,
+                        clock,
+                        tokenizer,
+                        plugin.deadline,
+                        request,
+                    );
                     self.remember(key, run_calls(engine, vec![call]).remove(0))
                 }
             };
             let checked = match result {
                 Ok(Response::Bootstrap(out)) => hooks::validate_files(out, plugin.caps)
+                    .and_then(|out| if split { only_stable_files(out) } else { Ok(out) })
                     .map_err(|e| Failure::Host(format!("returned invalid files: {e}"))),
                 Ok(_) => Err(Failure::Host("answered with the wrong hook".into())),
                 Err(f) => Err(f),
             };
             run.record(plugin, &logs, elapsed, checked.as_ref().err());
-            match checked {
-                Ok(out) => files = apply_files(&plugin.id, files, out, run),
-                Err(f) => run.fail(plugin, "agent:bootstrap", &f, "its change to the bootstrap files was discarded")?,
+            files = match checked {
+                Ok(out) => apply_files(&plugin.id, seen, out, run),
+                Err(f) => {
+                    run.fail(plugin, "agent:bootstrap", &f, "its change to the bootstrap files was discarded")?;
+                    seen
+                }
+            };
+            if !passing.is_empty() {
+                files.extend(passing);
+                files.sort_by(|a, b| load_order(&a.name).cmp(&load_order(&b.name)));
             }
         }
         Ok(files)
     }
 
-    /// Runs every `sections` and `overlay` hook concurrently and returns
-    /// their validated sections. A plugin whose call fails or whose output is
-    /// invalid contributes nothing to this build.
+    /// Runs every plugin's section hooks concurrently (0.1: `sections` and
+    /// `overlay`; 0.2: `stable` and `turn`) and returns their validated
+    /// sections. `files` are the build's bootstrap files: a 0.2 `stable`
+    /// hook gets the stable ones, a `turn` hook the per-turn ones. A plugin
+    /// whose call fails or whose output is invalid contributes nothing to
+    /// this build.
+    #[allow(clippy::too_many_arguments)]
     pub fn run_sections(
         &self,
         ctx: &BuildContext,
+        files: &[BootstrapFile],
         now: Duration,
         tokenizer: Tokenizer,
         run: &mut BuildRun,
         memo: Option<u64>,
     ) -> Result<Vec<Section>, ProemError> {
         let Ok(engine) = engine::get() else { return Ok(Vec::new()) };
+        let (stable_files, turn_files): (Vec<BootstrapFile>, Vec<BootstrapFile>) =
+            files.iter().cloned().partition(|f| group_of(&f.name) != FileGroup::Dynamic);
         let mut jobs = Vec::new();
         let mut calls = Vec::new();
         let mut outcomes: Vec<Option<Outcome>> = Vec::new();
         let mut pending: Vec<(usize, Option<u128>)> = Vec::new();
-        let context = memo.map(|_| context_hash(ctx));
+        let hashes = memo.map(|_| (context_hash(ctx), stable_context_hash(ctx)));
         for plugin in &self.plugins {
             let Ok(ready) = &plugin.state else { continue };
-            let hooks: [(bool, &'static str, MakeRequest); 2] = [
-                (ready.info.sections, "sections", Request::Sections),
-                (ready.info.overlay, "overlay", Request::Overlay),
+            let info = &ready.info;
+            let hooks = [
+                SectionHook {
+                    declared: info.sections,
+                    hook: "sections",
+                    stable_only: false,
+                    files: None,
+                    request: |c, _| Request::Sections(c),
+                },
+                SectionHook {
+                    declared: info.overlay,
+                    hook: "overlay",
+                    stable_only: false,
+                    files: None,
+                    request: |c, _| Request::Overlay(c),
+                },
+                SectionHook {
+                    declared: info.stable,
+                    hook: "stable",
+                    stable_only: true,
+                    files: Some(&stable_files),
+                    request: Request::Stable,
+                },
+                SectionHook {
+                    declared: info.turn,
+                    hook: "turn",
+                    stable_only: false,
+                    files: Some(&turn_files),
+                    request: Request::Turn,
+                },
             ];
-            for (_, hook, request) in hooks.into_iter().filter(|(offered, ..)| *offered) {
+            for SectionHook { hook, stable_only, files: seen, request, .. } in hooks.into_iter().filter(|h| h.declared)
+            {
                 jobs.push((plugin, hook));
-                let key = memo
-                    .zip(context)
-                    .map(|(generation, context)| call_key(plugin, hook, context, None, tokenizer, generation));
+                let key = memo.zip(hashes).map(|(generation, (full, stable))| {
+                    let context = if stable_only { stable } else { full };
+                    call_key(plugin, hook, context, seen, tokenizer, generation)
+                });
                 if let Some(hit) = key.and_then(|k| self.remembered(k)) {
                     outcomes.push(Some(hit));
                     continue;
                 }
                 pending.push((outcomes.len(), key));
                 outcomes.push(None);
+                // A stable hook sees no clock: WASI's wall clock reads 1970.
+                let clock = if stable_only { Duration::ZERO } else { now };
                 calls.push(plugin.call(
                     engine,
                     &ready.bindings,
                     &self.agent_dir,
-                    now,
+                    clock,
                     tokenizer,
                     plugin.deadline,
-                    request(with_config(ctx, plugin)),
+                    request(with_config(ctx, plugin), raw_files(seen.unwrap_or_default())),
                 ));
             }
         }
         for ((slot, key), outcome) in pending.into_iter().zip(run_calls(engine, calls)) {
             outcomes[slot] = Some(self.remember(key, outcome));
         }
+        let counter = crate::assembler::shared_counter(tokenizer);
         let mut sections = Vec::new();
         for ((plugin, hook), outcome) in jobs.into_iter().zip(outcomes.into_iter().flatten()) {
             let Outcome { result, logs, elapsed } = outcome;
@@ -377,6 +440,16 @@ impl PluginSet {
                 Ok(Response::Overlay(Some(raw))) => {
                     hooks::validate_overlay(&plugin.id, raw, plugin.caps, &mut notes).map_err(invalid)
                 }
+                Ok(Response::Contribution(raw, ends)) => {
+                    let zone =
+                        if hook == "stable" { crate::section::Zone::Stable } else { crate::section::Zone::Dynamic };
+                    hooks::validate_contribution(&plugin.id, zone, raw, ends, plugin.caps, counter, &mut notes)
+                        .map(|(sections, capped)| {
+                            run.capped.extend(capped);
+                            sections
+                        })
+                        .map_err(invalid)
+                }
                 Ok(_) => Err(invalid("answered with the wrong hook".into())),
                 Err(f) => Err(f),
             };
@@ -389,6 +462,83 @@ impl PluginSet {
         }
         hooks::dedupe_overlay_blocks(&mut sections, &mut run.diagnostics);
         Ok(sections)
+    }
+}
+
+/// What one hook answered when `proem plugin check` called it.
+#[derive(Debug, Clone)]
+pub struct HookProbe {
+    /// The hook's name (`stable`, `turn`, `bootstrap`, `sections`, `overlay`).
+    pub hook: &'static str,
+    /// Whether `describe` declares it.
+    pub declared: bool,
+    /// `Ok(true)` when it returned something (sections, a prefix or suffix,
+    /// changed files), `Ok(false)` when nothing, `Err` when the call failed.
+    pub answer: Result<bool, String>,
+}
+
+impl PluginSet {
+    /// Calls every hook of each loaded plugin's API version once, declared
+    /// or not, with `ctx` and `files` (a sample turn): how `proem plugin
+    /// check` finds a hook implemented but not declared, which proem would
+    /// never call. Not used by builds.
+    pub fn probe_hooks(&self, ctx: &BuildContext, files: &[BootstrapFile]) -> Vec<(String, Vec<HookProbe>)> {
+        let Ok(engine) = engine::get() else { return Vec::new() };
+        let raw = raw_files(files);
+        let mut out = Vec::new();
+        for plugin in &self.plugins {
+            let Ok(ready) = &plugin.state else { continue };
+            let info = &ready.info;
+            let ctx = with_config(ctx, plugin);
+            let hooks: Vec<(&'static str, bool, Request)> = if ready.bindings.splits_zones() {
+                vec![
+                    ("stable", info.stable, Request::Stable(ctx.clone(), raw.clone())),
+                    ("turn", info.turn, Request::Turn(ctx.clone(), Vec::new())),
+                    ("bootstrap", info.bootstrap, Request::Bootstrap(ctx.clone(), raw.clone())),
+                ]
+            } else {
+                vec![
+                    ("sections", info.sections, Request::Sections(ctx.clone())),
+                    ("overlay", info.overlay, Request::Overlay(ctx.clone())),
+                    ("bootstrap", info.bootstrap, Request::Bootstrap(ctx.clone(), raw.clone())),
+                ]
+            };
+            let calls = hooks
+                .iter()
+                .map(|(_, _, request)| {
+                    let now = Duration::from_secs(u64::try_from(ctx.unix_seconds).unwrap_or(0));
+                    plugin.call(
+                        engine,
+                        &ready.bindings,
+                        &self.agent_dir,
+                        now,
+                        Tokenizer::O200kBase,
+                        plugin.deadline,
+                        request.clone(),
+                    )
+                })
+                .collect();
+            let probes = hooks
+                .iter()
+                .zip(run_calls(engine, calls))
+                .map(|((hook, declared, _), outcome)| HookProbe {
+                    hook,
+                    declared: *declared,
+                    answer: match outcome.result {
+                        Ok(Response::Sections(s)) => Ok(!s.is_empty()),
+                        Ok(Response::Overlay(o)) => Ok(o.is_some_and(|o| o != hooks::RawOverlay::default())),
+                        Ok(Response::Contribution(s, ends)) => {
+                            Ok(!s.is_empty() || ends != hooks::RawOverlay::default())
+                        }
+                        Ok(Response::Bootstrap(f)) => Ok(f != raw),
+                        Ok(Response::Info(_)) => Ok(false),
+                        Err(f) => Err(f.describe()),
+                    },
+                })
+                .collect();
+            out.push((plugin.id.clone(), probes));
+        }
+        out
     }
 }
 
@@ -413,8 +563,40 @@ impl PluginSet {
     }
 }
 
-/// Makes a hook's request from its plugin's build context.
-type MakeRequest = fn(BuildContext) -> Request;
+/// Makes a hook's request from its plugin's build context and the files it sees.
+type MakeRequest = fn(BuildContext, Vec<RawFile>) -> Request;
+
+/// One of the hooks that contribute sections, as `run_sections` calls it.
+struct SectionHook<'a> {
+    /// Whether the plugin declares it.
+    declared: bool,
+    /// Its name.
+    hook: &'static str,
+    /// Whether it sees stable inputs only (0.2 `stable`): memoised by them,
+    /// and called with no clock.
+    stable_only: bool,
+    /// The bootstrap files it sees, if any.
+    files: Option<&'a [BootstrapFile]>,
+    /// Its request.
+    request: MakeRequest,
+}
+
+fn raw_files(files: &[BootstrapFile]) -> Vec<RawFile> {
+    files.iter().map(|f| RawFile { name: f.name.clone(), content: f.text.clone() }).collect()
+}
+
+/// A 0.2 bootstrap hook sees and returns the stable files only: a per-turn
+/// file (USER.md, HEARTBEAT.md, BOOTSTRAP.md) written from stable inputs
+/// would hide the real one.
+fn only_stable_files(files: Vec<RawFile>) -> Result<Vec<RawFile>, String> {
+    match files.iter().find(|f| group_of(&f.name) == FileGroup::Dynamic) {
+        Some(f) => Err(format!(
+            "{} is a per-turn file; a bootstrap hook sees and returns only the stable files (per-turn files pass it by)",
+            f.name
+        )),
+        None => Ok(files),
+    }
+}
 
 /// The memo key of a call: everything the plugin can observe. The plugin's
 /// code and limits are fixed for the set's life; `context` is
@@ -449,8 +631,20 @@ fn call_key(
 /// plugin): hashed once per build, not once per call.
 fn context_hash(c: &BuildContext) -> u128 {
     let mut h = KeyHasher::default();
-    h.str(&c.agent_id).str(c.mode.as_str()).opt(c.provider.as_deref()).opt(c.model.as_deref());
+    let stable = stable_context_hash(c);
+    h.num(stable as u64).num((stable >> 64) as u64);
     h.opt(c.channel.as_deref()).opt(c.chat_kind.as_deref()).str(&c.now).str(&c.timezone);
+    h.opt(c.group_title.as_deref()).opt(c.extra.as_deref());
+    h.finish()
+}
+
+/// A hash of what a 0.2 `stable` or `bootstrap` hook sees of the build
+/// context: no clock, channel, chat or extra prompt, so a new turn finds
+/// their answers in the memo.
+fn stable_context_hash(c: &BuildContext) -> u128 {
+    let mut h = KeyHasher::default();
+    h.str(&c.agent_id).str(c.mode.as_str()).opt(c.provider.as_deref()).opt(c.model.as_deref());
+    h.num(u64::from(c.budget_tokens)).str(&c.tokenizer);
     h.num(c.tools.len() as u64);
     for t in &c.tools {
         h.str(&t.name).str(&t.description).opt(t.parameters_json.as_deref());
@@ -591,6 +785,9 @@ fn compile(plugin: &LoadedPlugin, bytes: &[u8], cache_dir: Option<&Path>, agent_
     let bindings = match api.split('.').take(2).collect::<Vec<_>>()[..] {
         ["0", "1"] => Bindings::V0_1(
             v0_1::PluginPre::new(pre).map_err(|e| format!("does not match API {api}: {}", cache::error_chain(&e)))?,
+        ),
+        ["0", "2"] => Bindings::V0_2(
+            v0_2::PluginPre::new(pre).map_err(|e| format!("does not match API {api}: {}", cache::error_chain(&e)))?,
         ),
         _ => return Err(format!("API {api} has no bindings in this proem")),
     };

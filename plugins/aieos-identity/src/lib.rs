@@ -12,7 +12,7 @@
 //! a block alphabetically (so key order in the file never changes the prompt);
 //! JSON-LD keys (`@context`, `@type`, any `@…`), `standard` and `metadata` never are.
 
-use proem_sdk::{workspace, Context, Hook, Plugin, Section};
+use proem_sdk::{workspace, AgentContext, File, Plugin, Section, StableHook, StableOutput};
 use serde_json::{Map, Value};
 
 /// The plugin.
@@ -43,24 +43,25 @@ const BLOCKS: [(&str, &str); 9] = [
 const NOT_DESCRIPTIVE: [&str; 2] = ["standard", "metadata"];
 
 impl Plugin for AieosIdentity {
-    const HOOKS: &'static [Hook] = &[Hook::Sections];
-
     fn capabilities(&self) -> Vec<String> {
         vec!["workspace-read".into()]
     }
+}
 
-    fn sections(&self, ctx: &Context) -> Result<Vec<Section>, String> {
+/// The identity is the agent's, not the turn's: a stable hook.
+impl StableHook for AieosIdentity {
+    fn stable(&self, ctx: &AgentContext, _files: &[File]) -> Result<StableOutput, String> {
         match load(ctx).and_then(|doc| render(&doc)) {
-            Ok(body) => Ok(vec![Section::replace("persona", body)]),
+            Ok(body) => Ok(StableOutput::default().section(Section::replace("persona", body))),
             Err(why) => {
                 proem_sdk::warn(&format!("{why}; using the markdown persona (SOUL.md, IDENTITY.md) instead"));
-                Ok(Vec::new())
+                Ok(StableOutput::default())
             }
         }
     }
 }
 
-fn load(ctx: &Context) -> Result<Value, String> {
+fn load(ctx: &AgentContext) -> Result<Value, String> {
     if let Some(inline) = ctx.config.get("inline") {
         return match inline {
             Value::String(text) => parse(text, "inline AIEOS document"),

@@ -6,7 +6,7 @@
 //! providers (default: any provider), `families = ["gpt-5"]` to widen the
 //! model match.
 
-use proem_sdk::{Context, Hook, Overlay, Plugin};
+use proem_sdk::{AgentContext, File, Plugin, StableHook, StableOutput};
 
 /// The plugin.
 #[derive(Default)]
@@ -50,15 +50,16 @@ fine, sparingly.
 Treat a heartbeat as a chance to move standing work forward. If there is nothing worth saying, say \
 nothing; never send a status message that only reports no change.";
 
-impl Plugin for Gpt5Overlay {
-    const HOOKS: &'static [Hook] = &[Hook::Overlay];
+impl Plugin for Gpt5Overlay {}
 
-    fn overlay(&self, ctx: &Context) -> Result<Option<Overlay>, String> {
+/// Provider and model are stable inputs: the overlay is all above the boundary.
+impl StableHook for Gpt5Overlay {
+    fn stable(&self, ctx: &AgentContext, _files: &[File]) -> Result<StableOutput, String> {
         if ctx.config.get("providers").is_some() {
             let providers = ctx.config_strings("providers").ok_or("config `providers` must be a list of strings")?;
             let provider = ctx.provider.as_deref().unwrap_or("");
             if !providers.iter().any(|p| p.eq_ignore_ascii_case(provider)) {
-                return Ok(None);
+                return Ok(StableOutput::default());
             }
         }
         let families = match ctx.config.get("families") {
@@ -66,7 +67,7 @@ impl Plugin for Gpt5Overlay {
             Some(_) => ctx.config_strings("families").ok_or("config `families` must be a list of strings")?,
         };
         if !families.iter().any(|f| ctx.model_in_family(f)) {
-            return Ok(None);
+            return Ok(StableOutput::default());
         }
         let friendly = match ctx.config_str("personality").unwrap_or("friendly") {
             "friendly" | "on" => true,
@@ -75,11 +76,11 @@ impl Plugin for Gpt5Overlay {
                 return Err(format!("config `personality` is {other:?}; expected \"friendly\", \"on\" or \"off\""))
             }
         };
-        let mut overlay = Overlay::default().stable_prefix(CONTRACT);
+        let mut out = StableOutput::default().prefix(CONTRACT);
         if friendly {
-            overlay = overlay.replace("interaction_style", FRIENDLY_STYLE);
+            out = out.replace("interaction_style", FRIENDLY_STYLE);
         }
-        Ok(Some(overlay))
+        Ok(out)
     }
 }
 

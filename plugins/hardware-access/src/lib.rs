@@ -5,7 +5,7 @@
 //! (`*`, `?`). Without it, [`DEFAULT_PATTERNS`] is used. No matching tool, no
 //! section.
 
-use proem_sdk::{matching_tools, Context, Hook, Plugin, Section};
+use proem_sdk::{matching_tools, AgentContext, File, Plugin, Section, StableHook, StableOutput};
 
 /// The built-in patterns: the seven classic hardware tools and three families.
 pub const DEFAULT_PATTERNS: [&str; 10] = [
@@ -28,16 +28,21 @@ pub const SECTION_ID: &str = "hardware_access";
 #[derive(Default)]
 pub struct HardwareAccess;
 
-impl Plugin for HardwareAccess {
-    const HOOKS: &'static [Hook] = &[Hook::Sections];
+impl Plugin for HardwareAccess {}
 
-    fn sections(&self, ctx: &Context) -> Result<Vec<Section>, String> {
+/// The tool list is a stable input, so the section is stable too.
+impl StableHook for HardwareAccess {
+    fn stable(&self, ctx: &AgentContext, _files: &[File]) -> Result<StableOutput, String> {
         let patterns: Vec<&str> = match ctx.config.get("patterns") {
             None => DEFAULT_PATTERNS.to_vec(),
             Some(_) => ctx.config_strings("patterns").ok_or("config `patterns` must be a list of strings")?,
         };
         let present = matching_tools(&patterns, ctx.tool_names());
-        Ok(render(&present).map(|body| Section::after("tooling", SECTION_ID, body)).into_iter().collect())
+        Ok(render(&present)
+            .map(|body| Section::after("tooling", SECTION_ID, body))
+            .into_iter()
+            .collect::<Vec<_>>()
+            .into())
     }
 }
 

@@ -3,14 +3,18 @@
 //! knows them all: [`Bindings`] dispatches to the right one, and each module
 //! converts its own generated types to the host's.
 //!
-//! To add 0.2: freeze `wit/0.2.0/`, add `v0_2.rs` with its own `bindgen!`,
-//! a `Bindings::V0_2` variant, and extend [`SUPPORTED`]. 0.1 plugins keep
-//! loading through `v0_1`.
+//! To add 0.3: freeze `wit/0.3.0/`, add `v0_3.rs` with its own `bindgen!`,
+//! a `Bindings::V0_3` variant, its arm in `call::dispatch`, and extend
+//! [`SUPPORTED`]. 0.1 and 0.2 plugins keep loading through their modules.
 
 pub mod v0_1;
+pub mod v0_2;
 
 /// Each supported API version as (major, minor); patch versions are compatible.
-pub const SUPPORTED: &[(u64, u64)] = &[(0, 1)];
+pub const SUPPORTED: &[(u64, u64)] = &[(0, 1), (0, 2)];
+
+/// The newest API version, the one the SDK and `proem plugin new` target.
+pub const CURRENT: &str = "0.2.0";
 
 /// The versions as people read them, for error messages.
 pub fn supported_list() -> String {
@@ -31,4 +35,13 @@ pub fn is_supported(version: &str) -> bool {
 pub enum Bindings {
     /// proem:plugin@0.1.x
     V0_1(v0_1::PluginPre<crate::plugin::sandbox::State>),
+    /// proem:plugin@0.2.x
+    V0_2(v0_2::PluginPre<crate::plugin::sandbox::State>),
+}
+
+impl Bindings {
+    /// Whether the plugin speaks 0.2 or later (stable and turn hooks).
+    pub fn splits_zones(&self) -> bool {
+        !matches!(self, Bindings::V0_1(_))
+    }
 }

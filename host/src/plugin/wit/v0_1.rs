@@ -119,6 +119,7 @@ pub fn sections(sections: Vec<t::Section>) -> Vec<RawSection> {
                 })
                 .collect(),
             body: s.body,
+            max_tokens: None,
         })
         .collect()
 }
