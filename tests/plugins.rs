@@ -642,16 +642,32 @@ fn a_scaffolded_plugin_builds_on_its_own_and_loads() {
     assert_eq!(check.status.code(), Some(0), "{report}");
     assert!(report.contains("id hello-notes") && report.contains("hooks stable,turn,bootstrap"), "{report}");
 
-    let agent = Agent::with_plugins("[[plugins]]\nid = \"hello-notes\"\npath = \"plugins/hello_notes.wasm\"\n");
-    agent.bytes("plugins/hello_notes.wasm", &std::fs::read(&wasm).unwrap());
-    let built = agent.build(&Turn { provider: Some("openai".into()), channel: Some("telegram".into()), ..turn() });
+    // `proem plugin add` puts it into a new agent, pinned; `proem build` runs it.
+    let agent_dir = work.path().join("my-agent");
+    let proem = |args: &[&str]| {
+        let out =
+            Command::new(env!("CARGO_BIN_EXE_proem")).args(args).env("PROEM_CACHE_DIR", plugin_env()).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let added = proem(&["plugin", "add", wasm.to_str().unwrap(), "--into", agent_dir.to_str().unwrap()]);
+    assert!(added.contains("added [[plugins]] id = \"hello-notes\"") && added.contains("sha256"), "{added}");
+    let agent = agent_dir.to_str().unwrap();
+    let args = ["build", agent, "--provider", "openai", "--channel", "telegram", "--now", "2026-11-21T09:30:00Z"];
+    let built: serde_json::Value = serde_json::from_str(&proem(&[&args[..], &["--format", "json"]].concat())).unwrap();
+    let (stable, dynamic) = (built["stable"].as_str().unwrap(), built["dynamic"].as_str().unwrap());
     assert!(
-        built.stable.contains("## Note\nHello from a proem plugin.")
-            && built.stable.starts_with("Answer in plain prose."),
-        "{}",
-        built.prompt
+        stable.contains("## Note\nHello from a proem plugin.") && stable.starts_with("Answer in plain prose."),
+        "{stable}"
     );
-    assert!(built.dynamic.contains("## Channel Note\nThis turn arrived on telegram at 09:30."), "{}", built.dynamic);
+    assert!(dynamic.contains("## Channel Note\nThis turn arrived on telegram at 09:30."), "{dynamic}");
+    // Added twice: refused, nothing changed.
+    let again = Command::new(env!("CARGO_BIN_EXE_proem"))
+        .args(["plugin", "add", wasm.to_str().unwrap(), "--into", agent])
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already configured"));
 }
 
 /// The testkit runs a built .wasm through the real host, as a plugin

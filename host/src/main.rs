@@ -89,6 +89,21 @@ enum PluginAction {
         #[arg(long, value_name = "ID")]
         id: Option<String>,
     },
+    /// Add a local plugin binary to an agent: copies it to
+    /// AGENT_DIR/plugins/ and appends its [[plugins]] entry, sha256 pinned,
+    /// to proem.toml (the folder is created if missing). The binary is
+    /// checked first; nothing existing is overwritten.
+    Add {
+        /// The plugin's .wasm file.
+        #[arg(value_name = "FILE.wasm")]
+        file: PathBuf,
+        /// The agent directory to add the plugin to.
+        #[arg(long = "into", value_name = "AGENT_DIR")]
+        into: PathBuf,
+        /// The plugin id in proem.toml (default: from the file name).
+        #[arg(long, value_name = "ID")]
+        id: Option<String>,
+    },
     /// Publish a plugin binary as an OCI artifact (one application/wasm
     /// layer, config application/vnd.wasm.config.v0+json), after checking it
     /// loads in this proem. Prints the sha256 to pin.
@@ -118,6 +133,17 @@ enum PluginAction {
         #[arg(long, value_name = "DIR")]
         sdk_path: Option<PathBuf>,
     },
+}
+
+/// What `plugin add` and `plugin pull` tell the operator.
+fn installed(agent_dir: &std::path::Path, done: &proem_host::plugin::install::Installed) -> String {
+    format!(
+        "wrote {}\nadded [[plugins]] id = \"{}\" to {} with sha256 = \"{}\"\n",
+        agent_dir.join(&done.path).display(),
+        done.id,
+        agent_dir.join("proem.toml").display(),
+        done.sha256
+    )
 }
 
 #[derive(Args)]
@@ -288,14 +314,12 @@ next:
         Command::Plugin { action: PluginAction::Pull { reference, into, id } } => {
             let pulled = proem_host::plugin::oci::pull(&reference, &into, id.as_deref())
                 .map_err(|e| ProemError::input("plugin pull", e))?;
-            Ok(format!(
-                "pulled {reference}\nwrote {}\nadded [[plugins]] id = \"{}\" to {} with sha256 = \"{}\"\n",
-                into.join(&pulled.path).display(),
-                pulled.id,
-                into.join("proem.toml").display(),
-                pulled.sha256
-            )
-            .into())
+            Ok(format!("pulled {reference}\n{}", installed(&into, &pulled)).into())
+        }
+        Command::Plugin { action: PluginAction::Add { file, into, id } } => {
+            let added = proem_host::plugin::install::add(&file, &into, id.as_deref())
+                .map_err(|e| ProemError::input("plugin add", e))?;
+            Ok(installed(&into, &added).into())
         }
         Command::Plugin { action: PluginAction::Push { file, reference } } => {
             let pushed =

@@ -20,6 +20,7 @@ pub mod call;
 pub mod check;
 pub mod engine;
 pub mod hooks;
+pub mod install;
 pub mod oci;
 pub mod sandbox;
 pub mod scaffold;

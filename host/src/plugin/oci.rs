@@ -13,12 +13,13 @@
 //! that run are the bytes that were pulled.
 
 use crate::plugin::binary;
+use crate::plugin::install::{self, Installed};
 use oci_client::client::{ClientConfig, ClientProtocol, Config, ImageLayer};
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The manifest config media type of a Wasm artifact.
 pub const WASM_CONFIG_MEDIA_TYPE: &str = "application/vnd.wasm.config.v0+json";
@@ -152,54 +153,14 @@ pub fn push(file: &Path, reference: &str) -> Result<Pushed, String> {
     Ok(Pushed { reference: target.shown().to_string(), manifest_url: response.manifest_url, sha256 })
 }
 
-/// What a pull did.
-#[derive(Debug, Clone)]
-pub struct Pulled {
-    /// The plugin id written to proem.toml.
-    pub id: String,
-    /// The file written, relative to the agent directory.
-    pub path: String,
-    /// The component's sha256, pinned in the entry.
-    pub sha256: String,
-    /// The manifest digest the registry served, when it said.
-    pub manifest_digest: Option<String>,
-}
-
-/// Fetches the plugin at `reference` into `agent_dir/plugins/` and appends
-/// its `[[plugins]]` entry (path and sha256) to `agent_dir/proem.toml`.
-/// `id` defaults to the repository's last part. Refuses an id already in
-/// proem.toml and a file that exists (nothing is overwritten).
-pub fn pull(reference: &str, agent_dir: &Path, id: Option<&str>) -> Result<Pulled, String> {
+/// Fetches the plugin at `reference` and installs it into `agent_dir`
+/// with [`install::install`]: `plugins/<id>.wasm` and a `[[plugins]]` entry
+/// pinning its sha256. `id` defaults to the repository's last part.
+pub fn pull(reference: &str, agent_dir: &Path, id: Option<&str>) -> Result<Installed, String> {
     let source = OciRef::parse(reference)?;
     let id = id.unwrap_or(source.name()).to_string();
-    crate::plugin::hooks::check_id(&id)
-        .map_err(|_| format!("{id:?} cannot be a plugin id (1-64 of a-z, 0-9, _, -, .): give one with --id"))?;
-    if !agent_dir.is_dir() {
-        return Err(format!("{}: not a directory (the agent directory to pull into)", agent_dir.display()));
-    }
-    let config_file = agent_dir.join(crate::config::CONFIG_FILE);
-    let existing = match std::fs::read_to_string(&config_file) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => return Err(format!("{}: {e}", config_file.display())),
-    };
-    let config = if existing.is_empty() {
-        crate::config::Config::default()
-    } else {
-        crate::config::Config::load(&config_file).map_err(|e| e.to_string())?
-    };
-    if config.plugins.iter().any(|p| p.id == id) {
-        return Err(format!(
-            "{}: a plugin with id {id} is already configured; remove its entry first or pull with --id OTHER",
-            config_file.display()
-        ));
-    }
-    let relative = format!("plugins/{}.wasm", id.replace(['-', '.'], "_"));
-    let target = agent_dir.join(&relative);
-    if target.exists() {
-        return Err(format!("{}: already exists; proem never overwrites a plugin file", target.display()));
-    }
-
+    // Everything that can be refused without the network is refused first.
+    let plan = install::plan(agent_dir, &id)?;
     let image = runtime()?
         .block_on(client(&source).pull(&source.reference, &auth(), vec![WASM_LAYER_MEDIA_TYPE]))
         .map_err(|e| format!("cannot pull {}: {e}", source.shown()))?;
@@ -225,46 +186,9 @@ pub fn pull(reference: &str, agent_dir: &Path, id: Option<&str>) -> Result<Pulle
         ));
     }
     binary::check(&layer.data).map_err(|e| format!("{}: {e}", source.shown()))?;
-    let sha256 = sha256_hex(&layer.data);
-
-    let entry = format!(
-        "\n# Pulled from {} (manifest {}).\n[[plugins]]\nid = \"{id}\"\npath = \"{relative}\"\nsha256 = \"{sha256}\"\n",
-        source.shown(),
-        image.digest.as_deref().unwrap_or("digest not given")
-    );
-    write_new(&target, &layer.data)?;
-    let mut text = existing.clone();
-    if !text.is_empty() && !text.ends_with('\n') {
-        text.push('\n');
-    }
-    text.push_str(&entry);
-    let written = std::fs::write(&config_file, &text)
-        .map_err(|e| format!("{}: {e}", config_file.display()))
-        .and_then(|_| crate::config::Config::load(&config_file).map_err(|e| e.to_string()));
-    if let Err(e) = written {
-        // Leave the agent as it was.
-        let _ = std::fs::remove_file(&target);
-        let _ = if existing.is_empty() {
-            std::fs::remove_file(&config_file)
-        } else {
-            std::fs::write(&config_file, existing)
-        };
-        return Err(format!("the new entry would not load, so nothing was changed: {e}"));
-    }
-    Ok(Pulled { id, path: relative, sha256, manifest_digest: image.digest })
-}
-
-/// Writes a file that must not exist yet, making `plugins/` if needed.
-fn write_new(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    use std::io::Write;
-    let parent: PathBuf = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    std::fs::create_dir_all(&parent).map_err(|e| format!("{}: {e}", parent.display()))?;
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    file.write_all(bytes).map_err(|e| format!("{}: {e}", path.display()))
+    let note =
+        format!("Pulled from {} (manifest {}).", source.shown(), image.digest.as_deref().unwrap_or("digest not given"));
+    plan.install(&layer.data, &note)
 }
 
 #[cfg(test)]
