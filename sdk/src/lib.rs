@@ -331,3 +331,8 @@ mod tests {
         assert_eq!((all.stable.unwrap())(&AgentContext::default(), &[]).unwrap().prefix.as_deref(), Some("p"));
     }
 }
+
+/// The README's Rust examples compile and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeExamples;
