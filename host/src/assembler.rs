@@ -481,6 +481,7 @@ impl Assembler {
                 tokens: counter.count(&s.body),
                 truncated: (s.source == crate::section::Source::Core && fitted.render.truncated.contains(&s.id))
                     || run.capped.contains(&s.key()),
+                body_hash: xxhash_rust::xxh3::xxh3_64(s.body.as_bytes()),
             })
             .collect();
         let joined = fitted.joined;
@@ -536,11 +537,22 @@ impl Assembler {
 
     fn tools_from_config(&self) -> Result<Vec<crate::turn::Tool>, ProemError> {
         let Some(rel) = &self.config.tools.file else { return Ok(Vec::new()) };
+        self.tools_file(rel).map_err(|e| match e {
+            ProemError::Tools { path, message } if message == "not found" => {
+                ProemError::Tools { path, message: "not found (set by [tools] file)".into() }
+            }
+            other => other,
+        })
+    }
+
+    /// Reads a tools JSON file inside the agent directory (a path or
+    /// symlink out of it is refused, as for every workspace read).
+    pub(crate) fn tools_file(&self, rel: &str) -> Result<Vec<crate::turn::Tool>, ProemError> {
         let path = self.workspace.root().join(rel);
         let file = self.workspace.read_text(rel, 16 * 1024 * 1024).map_err(|why| ProemError::Tools {
             path: path.clone(),
             message: match why {
-                Unavailable::Missing => "not found (set by [tools] file)".into(),
+                Unavailable::Missing => "not found".into(),
                 other => other.describe(),
             },
         })?;

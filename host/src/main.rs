@@ -3,8 +3,9 @@
 use clap::{Args, Parser, Subcommand};
 use proem_host::config::PluginConfig;
 use proem_host::plugin::{builtin, PluginSet};
-use proem_host::render::{format, Format};
-use proem_host::turn::{load_tools_file, parse_now};
+use proem_host::render::Format;
+use proem_host::request::{BuildRequest, ToolsInput};
+use proem_host::turn::load_tools_file;
 use proem_host::{inspect, Assembler, ChatKind, Mode, ProemError, Turn};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -41,6 +42,45 @@ enum Command {
     Inspect {
         #[command(flatten)]
         turn: TurnArgs,
+    },
+    /// Serve builds over HTTP to agent runtimes in any language, with an
+    /// inspector page at `/`. One warm assembler per agent; an agent whose
+    /// proem.toml or plugin files change is reloaded in the background (a
+    /// reload that fails keeps the last good config serving). API under
+    /// /v1 (OpenAPI at /v1/openapi.json), /healthz, /readyz, /metrics.
+    /// Prints `listening on http://ADDR` once it accepts connections; stops
+    /// on SIGTERM or SIGINT after finishing the builds in flight.
+    Serve {
+        /// Agent directories to serve (each one's id is its folder name).
+        #[arg(value_name = "AGENT_DIR")]
+        agent_dirs: Vec<PathBuf>,
+        /// Serve every subfolder of DIR that has a proem.toml, picking up new
+        /// and removed ones while running.
+        #[arg(long, value_name = "DIR", conflicts_with = "agent_dirs")]
+        agents: Option<PathBuf>,
+        /// Address to listen on. A non-loopback address needs --token-file
+        /// (or --insecure).
+        #[arg(long, value_name = "ADDR", default_value = proem_host::serve::DEFAULT_LISTEN)]
+        listen: std::net::SocketAddr,
+        /// A file holding the bearer token every /v1 and /metrics request
+        /// must carry (`Authorization: Bearer TOKEN`; 16+ characters).
+        #[arg(long, value_name = "FILE")]
+        token_file: Option<PathBuf>,
+        /// Allow a non-loopback --listen without a token.
+        #[arg(long)]
+        insecure: bool,
+        /// Builds running at once [default: twice the cores].
+        #[arg(long, value_name = "N")]
+        concurrent: Option<usize>,
+        /// Requests waiting for a build slot before new ones get 503 with Retry-After.
+        #[arg(long, value_name = "N", default_value_t = 256)]
+        queue: usize,
+        /// The largest request body in bytes (over it: 413).
+        #[arg(long, value_name = "BYTES", default_value_t = 4 * 1024 * 1024)]
+        max_body: usize,
+        /// A request's deadline in milliseconds, queueing included (over it: 503).
+        #[arg(long, value_name = "MS", default_value_t = 10_000)]
+        timeout_ms: u64,
     },
     /// Work on a plugin binary: `proem plugin check FILE.wasm`.
     Plugin {
@@ -264,32 +304,48 @@ fn plugins_output(set: &PluginSet) -> Output {
 fn run(cli: Cli) -> Result<Output, ProemError> {
     match cli.command {
         Command::Build { turn, format: f, strict } => {
-            let built = build(&turn)?;
-            if strict {
-                let failed: Vec<String> = built
-                    .plugins
-                    .iter()
-                    .filter(|p| p.status != "ok")
-                    .map(|p| format!("{} ({})", p.id, p.status))
-                    .collect();
-                if !failed.is_empty() {
-                    let reasons: Vec<&str> = built
-                        .diagnostics
-                        .iter()
-                        .filter(|d| d.code.starts_with("plugin_") && d.level == proem_host::report::Level::Error)
-                        .map(|d| d.message.as_str())
-                        .collect();
+            let request = BuildRequest { format: Some(f), strict, ..turn.request() };
+            let assembler = Assembler::open(&turn.agent_dir, turn.config.as_deref())?;
+            let (_, text) = proem_host::request::build(&assembler, &request, &turn.turn(&request)?)?;
+            Ok(text.into())
+        }
+        Command::Serve {
+            agent_dirs,
+            agents,
+            listen,
+            token_file,
+            insecure,
+            concurrent,
+            queue,
+            max_body,
+            timeout_ms,
+        } => {
+            use proem_host::serve::{agents::Source, Limits, Options};
+            let source = match (agents, agent_dirs.is_empty()) {
+                (Some(dir), _) => Source::Parent(dir),
+                (None, false) => Source::Dirs(agent_dirs),
+                (None, true) => {
                     return Err(ProemError::input(
-                        "--strict",
-                        format!("plugin(s) failed: {}; {}", failed.join(", "), reasons.join("; ")),
-                    ));
+                        "AGENT_DIR",
+                        "give agent directories, or --agents DIR to serve its subfolders",
+                    ))
                 }
-            }
-            let mut out = format(&built, f);
-            if f == Format::Json {
-                out.push('\n');
-            }
-            Ok(out.into())
+            };
+            let defaults = Limits::default();
+            let limits = Limits {
+                concurrent: concurrent.unwrap_or(defaults.concurrent),
+                queue,
+                body_bytes: max_body,
+                timeout: std::time::Duration::from_millis(timeout_ms),
+            };
+            let options = Options { source, listen, token_file, insecure, limits };
+            proem_host::serve::run(options, |addr| {
+                use std::io::Write;
+                println!("listening on http://{addr}");
+                let _ = std::io::stdout().flush();
+            })
+            .map_err(|e| ProemError::input("serve", e))?;
+            Ok(String::new().into())
         }
         Command::Inspect { turn } => Ok(inspect::table(&build(&turn)?).into()),
         Command::Plugin { action: PluginAction::New { name, hooks, sdk_path } } => {
@@ -356,25 +412,38 @@ next:
 
 fn build(args: &TurnArgs) -> Result<proem_host::Built, ProemError> {
     let assembler = Assembler::open(&args.agent_dir, args.config.as_deref())?;
-    let turn = Turn {
-        mode: args.mode,
-        session_key: args.session_key.clone(),
-        heartbeat: args.heartbeat,
-        replies_optional: args.replies_optional,
-        thinking: args.thinking.clone(),
-        provider: args.provider.clone(),
-        model: args.model.clone(),
-        channel: args.channel.clone(),
-        chat_kind: args.chat_kind.as_deref().map(|k| k.parse::<ChatKind>().expect("clap checked the value")),
-        group_title: args.group_title.clone(),
-        extra: args.extra.clone(),
-        owners: args.owners.clone(),
-        tools: args.tools.as_deref().map(load_tools_file).transpose()?,
-        now: args.now.as_deref().map(parse_now).transpose()?,
-        timezone: args.timezone.clone(),
-        budget: args.budget,
-    };
-    assembler.build(&turn)
+    assembler.build(&args.turn(&args.request())?)
+}
+
+impl TurnArgs {
+    /// The flags as the request the service takes too.
+    fn request(&self) -> BuildRequest {
+        BuildRequest {
+            mode: self.mode,
+            session_key: self.session_key.clone(),
+            heartbeat: self.heartbeat,
+            replies_optional: self.replies_optional,
+            thinking: self.thinking.clone(),
+            provider: self.provider.clone(),
+            model: self.model.clone(),
+            channel: self.channel.clone(),
+            chat_kind: self.chat_kind.as_deref().map(|k| k.parse::<ChatKind>().expect("clap checked the value")),
+            group_title: self.group_title.clone(),
+            extra: self.extra.clone(),
+            owners: self.owners.clone(),
+            tools: self.tools.as_ref().map(|p| ToolsInput::File(p.display().to_string())),
+            now: self.now.clone(),
+            timezone: self.timezone.clone(),
+            budget: self.budget,
+            format: None,
+            strict: false,
+        }
+    }
+
+    /// The turn; `--tools` is a path (anywhere, as the user typed it).
+    fn turn(&self, request: &BuildRequest) -> Result<Turn, ProemError> {
+        request.turn(&|path| load_tools_file(std::path::Path::new(path)))
+    }
 }
 
 fn init_logging() {

@@ -117,7 +117,8 @@ pub fn join(sections: &[Section]) -> Joined {
 }
 
 /// Output formats of `proem build`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Format {
     /// The prompt as plain text, marker included.
     Text,

@@ -76,6 +76,10 @@ pub struct SectionReport {
     pub tokens: usize,
     /// Whether the budget (or a cap) shortened it.
     pub truncated: bool,
+    /// xxh3 of its body, to tell which section changed between two builds
+    /// (`proem serve`'s compare view; not part of the JSON contract).
+    #[serde(skip)]
+    pub body_hash: u64,
 }
 
 /// The `source` of a file read from the agent directory.

@@ -1,0 +1,168 @@
+//! `GET /metrics`: the service's counters in Prometheus' text format.
+//!
+//! Every series is kept in a `BTreeMap` by its labels, so the output is in
+//! one order every time. Labels are agent and plugin ids, which are checked
+//! names (folder names, `[[plugins]] id`), escaped anyway.
+
+use crate::report::Built;
+use crate::sync::Lock;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::time::Duration;
+
+/// Upper bounds of the build-duration histogram, in seconds.
+pub const BUCKETS: [f64; 12] = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0];
+
+#[derive(Default)]
+struct Histogram {
+    counts: [u64; BUCKETS.len()],
+    count: u64,
+    sum: f64,
+}
+
+#[derive(Default)]
+struct Inner {
+    /// (agent, outcome) → builds.
+    builds: BTreeMap<(String, String), u64>,
+    duration: Histogram,
+    /// (agent, plugin) → (calls, failures, timeouts).
+    plugins: BTreeMap<(String, String), (u64, u64, u64)>,
+    /// agent → builds answered by the build memo.
+    memo_hits: BTreeMap<String, u64>,
+    /// (agent, outcome) → reloads.
+    reloads: BTreeMap<(String, String), u64>,
+    /// agent → (last stable hash, changes).
+    stable: BTreeMap<String, (String, u64)>,
+    /// status code → problem responses.
+    problems: BTreeMap<u16, u64>,
+}
+
+/// The service's counters.
+#[derive(Default)]
+pub struct Metrics(Lock<Inner>);
+
+impl Metrics {
+    /// Records a build: its outcome, its time, its plugins, and whether its
+    /// stable hash differs from the agent's previous build (a cache bust
+    /// the operator pays for).
+    pub fn build(&self, agent: &str, outcome: &str, elapsed: Duration, built: Option<&Built>, memo_hit: bool) {
+        let mut m = self.0.lock();
+        *m.builds.entry((agent.to_string(), outcome.to_string())).or_default() += 1;
+        let secs = elapsed.as_secs_f64();
+        m.duration.count += 1;
+        m.duration.sum += secs;
+        for (i, bound) in BUCKETS.iter().enumerate() {
+            if secs <= *bound {
+                m.duration.counts[i] += 1;
+            }
+        }
+        if memo_hit {
+            *m.memo_hits.entry(agent.to_string()).or_default() += 1;
+        }
+        let Some(built) = built else { return };
+        for p in &built.plugins {
+            // A memoised answer reports no time: nothing was called.
+            if p.elapsed_us == 0 && p.status == "ok" {
+                continue;
+            }
+            let e = m.plugins.entry((agent.to_string(), p.id.clone())).or_default();
+            e.0 += 1;
+            if p.status != "ok" {
+                e.1 += 1;
+            }
+            if p.status == "timeout" {
+                e.2 += 1;
+            }
+        }
+        let entry = m.stable.entry(agent.to_string()).or_insert_with(|| (built.stable_hash.clone(), 0));
+        if entry.0 != built.stable_hash {
+            entry.0 = built.stable_hash.clone();
+            entry.1 += 1;
+        }
+    }
+
+    /// Records a reload.
+    pub fn reload(&self, agent: &str, ok: bool) {
+        let outcome = if ok { "ok" } else { "error" };
+        *self.0.lock().reloads.entry((agent.to_string(), outcome.to_string())).or_default() += 1;
+    }
+
+    /// Records an error response.
+    pub fn problem(&self, status: u16) {
+        *self.0.lock().problems.entry(status).or_default() += 1;
+    }
+
+    /// The text exposition.
+    pub fn render(&self) -> String {
+        let m = self.0.lock();
+        let mut out = String::new();
+        header(
+            &mut out,
+            "proem_builds_total",
+            "counter",
+            "Builds by agent and outcome (ok, bad_request, budget, failed, timeout, panic).",
+        );
+        for ((agent, outcome), n) in &m.builds {
+            let _ = writeln!(out, "proem_builds_total{{agent=\"{}\",outcome=\"{}\"}} {n}", esc(agent), esc(outcome));
+        }
+        header(&mut out, "proem_build_duration_seconds", "histogram", "Time to answer a build, queueing included.");
+        for (i, bound) in BUCKETS.iter().enumerate() {
+            let _ = writeln!(out, "proem_build_duration_seconds_bucket{{le=\"{bound}\"}} {}", m.duration.counts[i]);
+        }
+        let _ = writeln!(out, "proem_build_duration_seconds_bucket{{le=\"+Inf\"}} {}", m.duration.count);
+        let _ = writeln!(out, "proem_build_duration_seconds_sum {}", m.duration.sum);
+        let _ = writeln!(out, "proem_build_duration_seconds_count {}", m.duration.count);
+        let plugin_series = [
+            ("proem_plugin_calls_total", "Plugin calls made (memoised answers are not calls).", 0),
+            (
+                "proem_plugin_failures_total",
+                "Plugin calls that failed (error, trap, timeout, memory, invalid output).",
+                1,
+            ),
+            ("proem_plugin_timeouts_total", "Plugin calls stopped at their deadline.", 2),
+        ];
+        for (name, help, field) in plugin_series {
+            header(&mut out, name, "counter", help);
+            for ((agent, plugin), counts) in &m.plugins {
+                let n = [counts.0, counts.1, counts.2][field];
+                let _ = writeln!(out, "{name}{{agent=\"{}\",plugin=\"{}\"}} {n}", esc(agent), esc(plugin));
+            }
+        }
+        header(&mut out, "proem_memo_hits_total", "counter", "Builds answered whole from the agent's build memo.");
+        for (agent, n) in &m.memo_hits {
+            let _ = writeln!(out, "proem_memo_hits_total{{agent=\"{}\"}} {n}", esc(agent));
+        }
+        header(
+            &mut out,
+            "proem_reloads_total",
+            "counter",
+            "Agent reloads after a config or plugin change, by outcome.",
+        );
+        for ((agent, outcome), n) in &m.reloads {
+            let _ = writeln!(out, "proem_reloads_total{{agent=\"{}\",outcome=\"{}\"}} {n}", esc(agent), esc(outcome));
+        }
+        header(
+            &mut out,
+            "proem_stable_hash_changes_total",
+            "counter",
+            "Builds whose stable part differed from the agent's previous build: prompt-cache misses.",
+        );
+        for (agent, (_, n)) in &m.stable {
+            let _ = writeln!(out, "proem_stable_hash_changes_total{{agent=\"{}\"}} {n}", esc(agent));
+        }
+        header(&mut out, "proem_http_problems_total", "counter", "Error responses by status code.");
+        for (status, n) in &m.problems {
+            let _ = writeln!(out, "proem_http_problems_total{{status=\"{status}\"}} {n}");
+        }
+        out
+    }
+}
+
+fn header(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+}
+
+/// Escapes a label value (backslash, quote, newline).
+fn esc(s: &str) -> String {
+    s.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}

@@ -1,0 +1,158 @@
+//! `proem serve`: the prompt service for agent runtimes in any language.
+//!
+//! ```text
+//! main.rs ─ serve::run(Options) ─ agents.rs   one warm Assembler per agent, reloaded in the background
+//!                              ─ api.rs      routes, build handler, limits, RFC 9457 problems
+//!                              ─ metrics.rs  Prometheus text
+//!                              ─ page.rs     the inspector page (page/) and openapi.json, embedded
+//! ```
+//!
+//! Builds run on tokio's blocking pool, at most `concurrent` at once, with
+//! at most `queue` requests waiting; each request has a deadline. SIGTERM or
+//! SIGINT stops accepting, lets in-flight builds finish, then exits.
+
+pub mod agents;
+pub mod api;
+pub mod metrics;
+pub mod page;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The default address: loopback only.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:7878";
+
+/// Limits every request runs under (each a `proem serve` flag).
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Builds running at once (default: twice the cores).
+    pub concurrent: usize,
+    /// Requests waiting for a build slot before new ones get 503.
+    pub queue: usize,
+    /// The largest request body, in bytes.
+    pub body_bytes: usize,
+    /// A request's deadline, queueing included.
+    pub timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+        Limits { concurrent: cores * 2, queue: 256, body_bytes: 4 * 1024 * 1024, timeout: Duration::from_secs(10) }
+    }
+}
+
+/// What `proem serve` was asked for.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Where the agents come from.
+    pub source: agents::Source,
+    /// The address to listen on.
+    pub listen: SocketAddr,
+    /// A file holding the bearer token clients must send.
+    pub token_file: Option<PathBuf>,
+    /// Allow a non-loopback address without a token.
+    pub insecure: bool,
+    /// The limits.
+    pub limits: Limits,
+}
+
+/// Runs the service until SIGTERM or SIGINT. `ready` is called with the
+/// bound address once it accepts connections.
+pub fn run(options: Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> {
+    let token = match &options.token_file {
+        Some(path) => {
+            let text =
+                std::fs::read_to_string(path).map_err(|e| format!("{}: cannot read the token: {e}", path.display()))?;
+            let token = text.trim().to_string();
+            if token.len() < 16 || token.chars().any(|c| c.is_whitespace() || c.is_control()) {
+                return Err(format!(
+                    "{}: the token must be one line of at least 16 characters without spaces",
+                    path.display()
+                ));
+            }
+            Some(token)
+        }
+        None => None,
+    };
+    if !options.listen.ip().is_loopback() && token.is_none() && !options.insecure {
+        return Err(format!(
+            "--listen {} is reachable from other machines and no --token-file is given: anyone there could \
+             read every agent's prompt. Give --token-file FILE, or --insecure if that is what you want",
+            options.listen
+        ));
+    }
+    let agents = Arc::new(agents::Agents::open(options.source.clone())?);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("proem-serve")
+        .build()
+        .map_err(|e| format!("cannot start the service's threads: {e}"))?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(options.listen)
+            .await
+            .map_err(|e| format!("cannot listen on {}: {e}", options.listen))?;
+        let addr = listener.local_addr().map_err(|e| e.to_string())?;
+        let state = Arc::new(api::AppState {
+            agents: agents.clone(),
+            metrics: metrics::Metrics::default(),
+            limits: options.limits,
+            slots: tokio::sync::Semaphore::new(options.limits.concurrent.max(1)),
+            waiting: AtomicUsize::new(0),
+            token,
+            stopping: AtomicBool::new(false),
+        });
+        let reloader = tokio::spawn(reload_loop(state.clone()));
+        ready(addr);
+        let stopping = state.clone();
+        axum::serve(listener, api::router(state))
+            .with_graceful_shutdown(async move {
+                shutdown_signal().await;
+                stopping.stopping.store(true, Ordering::SeqCst);
+                tracing::info!("shutting down: finishing the builds in flight");
+            })
+            .await
+            .map_err(|e| format!("the server stopped: {e}"))?;
+        reloader.abort();
+        Ok(())
+    })
+}
+
+/// Looks for changed agents every [`agents::POLL_INTERVAL`], off the
+/// request path.
+async fn reload_loop(state: Arc<api::AppState>) {
+    loop {
+        tokio::time::sleep(agents::POLL_INTERVAL).await;
+        let agents = state.agents.clone();
+        let Ok(changes) = tokio::task::spawn_blocking(move || agents.poll()).await else { continue };
+        for (id, result) in changes.reloaded {
+            state.metrics.reload(&id, result.is_ok());
+        }
+        for id in changes.added {
+            tracing::info!(agent = %id, "agent added");
+        }
+        for id in changes.removed {
+            tracing::info!(agent = %id, "agent removed");
+        }
+    }
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).ok();
+    let term = async {
+        match term.as_mut() {
+            Some(s) => {
+                s.recv().await;
+            }
+            None => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term => {}
+    }
+}
