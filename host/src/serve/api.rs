@@ -348,7 +348,7 @@ async fn run_build(
     let work = {
         let assembler = assembler.clone();
         let request = request.clone();
-        tokio::task::spawn_blocking(move || {
+        off_thread(move || {
             let turn = request.turn(&|name| assembler.read_tools_file(name))?;
             crate::request::build(&assembler, &request, &turn)
         })
@@ -361,15 +361,9 @@ async fn run_build(
             state.metrics.build(id, "timeout", elapsed, None, false);
             return Err(timed_out(state));
         }
-        Ok(Err(join_error)) => {
-            let what = if join_error.is_panic() { "panicked" } else { "was cancelled" };
-            tracing::error!(agent = %id, "a build {what}: {join_error}");
+        Ok(Err(problem)) => {
             state.metrics.build(id, "panic", elapsed, None, false);
-            return Err(Problem::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "internal",
-                format!("the build {what}; this is a bug in proem, logged on the server"),
-            ));
+            return Err(problem);
         }
         Ok(Ok(result)) => result,
     };
@@ -390,6 +384,20 @@ async fn run_build(
             Err(problem)
         }
     }
+}
+
+/// Runs `work` on tokio's blocking pool. A panic in it is logged and
+/// becomes a 500 problem: the request fails, the server goes on.
+async fn off_thread<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Result<T, Problem> {
+    tokio::task::spawn_blocking(work).await.map_err(|join_error| {
+        let what = if join_error.is_panic() { "panicked" } else { "was cancelled" };
+        tracing::error!("a build {what}: {join_error}");
+        Problem::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            format!("the build {what}; this is a bug in proem, logged on the server"),
+        )
+    })
 }
 
 fn timed_out(state: &AppState) -> Problem {
@@ -431,5 +439,42 @@ struct Decrement<'a>(&'a AtomicUsize);
 impl Drop for Decrement<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_in_a_build_is_a_500_and_the_runtime_goes_on() {
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).build().unwrap();
+        rt.block_on(async {
+            let hook = std::panic::take_hook();
+            std::panic::set_hook(Box::new(|_| {}));
+            let failed = off_thread(|| -> u32 { panic!("a bug") }).await.unwrap_err();
+            std::panic::set_hook(hook);
+            assert_eq!(failed.status(), StatusCode::INTERNAL_SERVER_ERROR);
+            let response = failed.into_response();
+            assert_eq!(response.headers()[header::CONTENT_TYPE], "application/problem+json");
+            // The same pool answers the next request.
+            assert_eq!(off_thread(|| 7).await.unwrap(), 7);
+        });
+    }
+
+    #[test]
+    fn build_errors_map_to_the_status_that_names_whose_fault_it_is() {
+        let cases = [
+            (ProemError::BudgetTooSmall { needed: 600, budget: 10, over: 590 }, 422, Some("budget")),
+            (ProemError::input("--now", "not a time"), 400, Some("now")),
+            (ProemError::input("--chat-kind", "no"), 400, Some("chat_kind")),
+            (ProemError::Tools { path: "t.json".into(), message: "bad".into() }, 400, Some("tools")),
+            (ProemError::Plugin { id: "p".into(), message: "required and failed".into() }, 502, None),
+        ];
+        for (error, status, field) in cases {
+            let p = problem_of(error);
+            assert_eq!(p.status().as_u16(), status);
+            assert_eq!(p.extra.get("field").and_then(Value::as_str), field);
+        }
     }
 }
