@@ -623,3 +623,186 @@ fn the_python_client_gets_the_clis_prompt() {
     let expected = cli(&atlas(), &["--now", "2026-11-21T09:30:00Z", "--channel", "telegram"]);
     assert_eq!(String::from_utf8(out.stdout).unwrap(), expected);
 }
+
+// ------------------------------------------------------------------ the inspector page in a real browser
+
+/// A WebDriver session in Debian's headless Chromium, over chromedriver's
+/// HTTP API; chromedriver is stopped on drop.
+struct Browser {
+    driver: Child,
+    base: String,
+    session: String,
+    http: reqwest::Client,
+    _profile: tempfile::TempDir,
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+/// The W3C WebDriver key of an element reference.
+const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
+
+impl Browser {
+    async fn start() -> Option<Browser> {
+        for tool in ["/usr/bin/chromium", "/usr/bin/chromedriver"] {
+            if !Path::new(tool).exists() {
+                assert!(
+                    std::env::var_os("CI").is_none(),
+                    "{tool} is missing: .ci/run installs chromium and chromium-driver"
+                );
+                eprintln!("skipped: {tool} is not installed (apt-get install chromium chromium-driver)");
+                return None;
+            }
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let driver = Command::new("/usr/bin/chromedriver")
+            .args([format!("--port={port}"), "--allowed-ips=127.0.0.1".into()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let base = format!("http://127.0.0.1:{port}");
+        let http = client();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while http.get(format!("{base}/status")).send().await.is_err() {
+            assert!(Instant::now() < deadline, "chromedriver did not start within 20 s");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let profile = tempfile::tempdir().unwrap();
+        let args: Vec<String> = [
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-dev-shm-usage",
+            "--window-size=1280,2200",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .chain([format!("--user-data-dir={}", profile.path().display())])
+        .collect();
+        let caps = json!({"capabilities": {"alwaysMatch": {
+            "browserName": "chrome",
+            "goog:chromeOptions": {"binary": "/usr/bin/chromium", "args": args},
+            "goog:loggingPrefs": {"browser": "ALL"},
+        }}});
+        let r: Value = http.post(format!("{base}/session")).json(&caps).send().await.unwrap().json().await.unwrap();
+        let session = r["value"]["sessionId"].as_str().unwrap_or_else(|| panic!("no session: {r}")).to_string();
+        Some(Browser { driver, base, session, http, _profile: profile })
+    }
+
+    async fn call(&self, method: &str, path: &str, body: Value) -> Value {
+        let url = format!("{}/session/{}{path}", self.base, self.session);
+        let mut request = self.http.request(method.parse().unwrap(), url);
+        if !body.is_null() {
+            request = request.json(&body);
+        }
+        let r = request.send().await.unwrap();
+        let v: Value = r.json().await.unwrap();
+        assert!(v["value"].get("error").is_none(), "{method} {path}: {v}");
+        v["value"].clone()
+    }
+
+    async fn js(&self, script: &str) -> Value {
+        self.call("POST", "/execute/sync", json!({"script": script, "args": []})).await
+    }
+
+    async fn click(&self, css: &str) {
+        let el = self.call("POST", "/element", json!({"using": "css selector", "value": css})).await;
+        let id = el[ELEMENT].as_str().unwrap_or_else(|| panic!("{css}: {el}")).to_string();
+        self.call("POST", &format!("/element/{id}/click"), json!({})).await;
+    }
+
+    /// Waits (10 s at most) until `script` returns true.
+    async fn until(&self, what: &str, script: &str) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.js(script).await != json!(true) {
+            assert!(Instant::now() < deadline, "not within 10 s: {what}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+#[test]
+fn the_inspector_page_builds_compares_and_shows_no_console_error() {
+    plugin_env();
+    let parent = tempfile::tempdir().unwrap();
+    let dir = agent_copy(parent.path(), "marlow");
+    // Hostile text in a workspace file: shown as text, never run.
+    std::fs::write(
+        dir.join("USER.md"),
+        "# User\n<img src=x onerror=\"document.title='pwned'\"><script>document.title='pwned'</script>",
+    )
+    .unwrap();
+    let server = Server::start(&[dir.to_str().unwrap()]);
+    let rt = runtime();
+    rt.block_on(async {
+        let Some(browser) = Browser::start().await else { return };
+        browser.call("POST", "/url", json!({"url": format!("{}/?agent=marlow", server.url)})).await;
+        browser.until("the agent list loads", "return document.querySelectorAll('#agent option').length === 1").await;
+        browser.click("#build").await;
+        browser
+            .until("the first build fills the tables", "return document.querySelectorAll('#sections tbody tr').length > 5 && document.getElementById('build-status').textContent.startsWith('built')")
+            .await;
+        let filled: Value = browser
+            .js("return [document.querySelectorAll('#files tbody tr').length, document.querySelectorAll('#plugins tbody tr').length, document.querySelectorAll('#bar .seg').length, document.querySelectorAll('#bar .boundary').length, document.getElementById('stable-text').textContent.length]")
+            .await;
+        let counts: Vec<u64> = filled.as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+        assert!(counts[0] >= 5 && counts[1] == 2 && counts[2] > 5 && counts[3] == 1 && counts[4] > 1000, "{counts:?}");
+
+        // Edit SOUL.md, build again: the compare view names the section and the cache bust.
+        std::fs::write(dir.join("SOUL.md"), "# Soul\nEdited while the page was open.").unwrap();
+        browser.click("#build").await;
+        browser
+            .until("the compare view shows the changed persona", "return document.getElementById('compare').textContent.includes('changed: persona (core)')")
+            .await;
+        let compare = browser.js("return document.getElementById('compare').textContent").await;
+        let compare = compare.as_str().unwrap();
+        assert!(compare.contains("The stable hash changed") && compare.contains("Because of: persona (core) changed"), "{compare}");
+        assert!(browser.js("return document.querySelectorAll('#sections tr.changed').length").await.as_u64() >= Some(1));
+
+        // The hostile file was text: no element made from it, nothing ran.
+        let safe = browser.js("return [document.title, document.querySelectorAll('img').length, document.getElementById('dynamic-text').textContent.includes('<img src=x')]").await;
+        assert_eq!(safe, json!(["proem inspector", 0, true]));
+
+        let shot = browser.call("GET", "/screenshot", Value::Null).await;
+        let png = base64_decode(shot.as_str().unwrap());
+        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+        let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("../serve-inspector.png");
+        std::fs::write(&path, png).unwrap();
+        eprintln!("screenshot: {}", path.display());
+
+        let logs = browser.call("POST", "/se/log", json!({"type": "browser"})).await;
+        let severe: Vec<&Value> = logs.as_array().unwrap().iter().filter(|l| l["level"] == "SEVERE").collect();
+        assert!(severe.is_empty(), "console errors: {severe:?}");
+        browser.call("DELETE", "", Value::Null).await;
+    });
+}
+
+fn base64_decode(text: &str) -> Vec<u8> {
+    let value = |c: u8| match c {
+        b'A'..=b'Z' => c - b'A',
+        b'a'..=b'z' => c - b'a' + 26,
+        b'0'..=b'9' => c - b'0' + 52,
+        b'+' => 62,
+        b'/' => 63,
+        _ => panic!("not base64: {c}"),
+    };
+    let bytes: Vec<u8> = text.bytes().filter(|c| *c != b'=' && !c.is_ascii_whitespace()).map(value).collect();
+    bytes
+        .chunks(4)
+        .flat_map(|c| {
+            let n = c.iter().enumerate().fold(0u32, |n, (i, v)| n | (u32::from(*v) << (18 - 6 * i)));
+            let out = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
+            out.into_iter().take(c.len() - 1)
+        })
+        .collect()
+}
