@@ -159,6 +159,21 @@ impl Assembler {
         Ok(built)
     }
 
+    /// The build of `turn` when the build memo holds it and file events
+    /// show nothing changed, without building or touching a file: one
+    /// non-blocking read and a hash. `None` means "call
+    /// [`Assembler::build`]" (no memo, not watched yet, a change, a miss).
+    /// What `proem serve` answers on its async threads before handing a
+    /// build to the blocking pool.
+    pub fn memoised(&self, turn: &Turn) -> Option<Built> {
+        if !self.caching.builds || !self.caching.file_events {
+            return None;
+        }
+        let now = turn.now.unwrap_or_else(|| chrono::Utc::now().fixed_offset());
+        let key = self.build_key(turn, &[], now).ok()?;
+        self.memo.lock().peek(key).cloned()
+    }
+
     /// The stats of every file a build may read, watched for changes when
     /// `file_events` and the caching allow it (see [`crate::memo`]).
     fn snapshot(&self, file_events: bool) -> Option<Snapshot> {

@@ -460,6 +460,24 @@ impl<T: Clone> BuildMemo<T> {
         self.snapshot.as_ref().is_some_and(Snapshot::trustworthy)
     }
 
+    /// The result for `key` if the files are known unchanged without taking
+    /// a new snapshot: only once file events watch them, so the check is one
+    /// non-blocking read (what a caller on an async thread can afford). A
+    /// change seen here drops the snapshot, so the next [`BuildMemo::refresh`]
+    /// takes a new one (the events it consumed are not lost).
+    pub fn peek(&mut self, key: u128) -> Option<&T> {
+        let watched = self.upgrade_tried && self.snapshot.as_ref().is_some_and(Snapshot::watched);
+        if !watched {
+            return None;
+        }
+        if !self.snapshot.as_ref().is_some_and(Snapshot::unchanged) {
+            self.snapshot = None;
+            self.entries.clear();
+            return None;
+        }
+        self.get(key)
+    }
+
     /// The result for `key`, if any.
     pub fn get(&mut self, key: u128) -> Option<&T> {
         let found = self.entries.iter().find(|(k, _)| *k == key).map(|(_, v)| v);

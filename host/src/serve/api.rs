@@ -322,6 +322,21 @@ async fn run_build(
         }
     };
 
+    // A build the memo holds is answered here, on the async thread: no
+    // slot, no hand-off to the blocking pool (a tools file would mean a
+    // read, so that goes the long way).
+    if !matches!(request.tools, Some(crate::request::ToolsInput::File(_))) {
+        let started = Instant::now();
+        let no_files = |_: &str| Err(ProemError::input("tools", "read on the blocking pool"));
+        if let Ok(turn) = request.turn(&no_files) {
+            if let Some(built) = assembler.memoised(&turn) {
+                let text = crate::request::respond(&built, &request).map_err(problem_of)?;
+                state.metrics.build(id, "ok", started.elapsed(), Some(&built), true);
+                return Ok((Arc::new(built), text, request.format()));
+            }
+        }
+    }
+
     // A slot, or 503 when too many are waiting already.
     let waiting = state.waiting.fetch_add(1, Ordering::SeqCst);
     let _left = Decrement(&state.waiting);
