@@ -227,3 +227,34 @@ fn saved_token_counts_are_exact_for_a_new_process() {
     assert_eq!(first, second);
     assert_eq!(second, uncached);
 }
+
+/// `Assembler::memoised` (what `proem serve` answers on its async threads)
+/// gives a build only while file events show nothing changed; a change it
+/// sees is not lost to the next build.
+#[test]
+fn the_memoised_answer_never_outlives_a_file_change() {
+    let agent = Agent::with_plugins(&builtin("hardware-access", ""));
+    let t = Turn { tools: Some(tools(&["gpio_write"])), ..turn() };
+    let assembler = agent.assembler();
+    assert!(assembler.memoised(&t).is_none(), "nothing built yet");
+    let first = assembler.build(&t).unwrap();
+    // The first reuse sets the watches up.
+    assert_eq!(assembler.build(&t).unwrap().prompt, first.prompt);
+    if !proem_host::memo::file_events_available(agent.path()) {
+        assert!(assembler.memoised(&t).is_none(), "without file events there is no answer off the pool");
+        eprintln!("no file events here: only the fallback was checked");
+        return;
+    }
+    assert_eq!(assembler.memoised(&t).map(|b| b.prompt), Some(first.prompt.clone()));
+    assert!(assembler.memoised(&Turn { channel: Some("slack".into()), ..t.clone() }).is_none(), "another key");
+    for round in 0..3 {
+        let text = format!("# Soul\nRound {round} of edits.");
+        agent.file("SOUL.md", &text);
+        assert!(assembler.memoised(&t).is_none(), "round {round}: the edit is seen");
+        // The check consumed the event; the next build must still see it.
+        let built = assembler.build(&t).unwrap();
+        assert!(built.prompt.contains(&format!("Round {round} of edits.")), "round {round}");
+        assert_eq!(assembler.build(&t).unwrap().prompt, built.prompt);
+        assert_eq!(assembler.memoised(&t).map(|b| b.prompt), Some(built.prompt), "round {round}: watched again");
+    }
+}
