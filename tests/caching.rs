@@ -152,7 +152,7 @@ fn file_changes_show(file_events: bool) {
             Box::new(|b| !b.prompt.contains("Likes tea.")),
         ),
     ];
-    for (what, change, seen) in changes {
+    for (i, (what, change, seen)) in changes.into_iter().enumerate() {
         change();
         let built = assembler.build(&t).unwrap();
         assert!(seen(&built), "{what}: not in the next build");
@@ -161,6 +161,12 @@ fn file_changes_show(file_events: bool) {
         let mut fresh = agent.assembler();
         fresh.set_caching(Caching::NONE);
         assert_eq!(fresh.build(&t).unwrap().prompt, built.prompt, "{what}");
+        // A new clock misses the build memo but reuses what the workspace
+        // gave (nothing changed since): still what an uncached build gives.
+        let later = Turn { now: Some(t.now.unwrap() + chrono::Duration::days(i as i64 + 1)), ..t.clone() };
+        let reused = assembler.build(&later).unwrap();
+        assert!(seen(&reused), "{what}: lost on a new clock");
+        assert_eq!(fresh.build(&later).unwrap().prompt, reused.prompt, "{what}: on a new clock");
         last = built;
     }
 }

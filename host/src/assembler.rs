@@ -42,6 +42,34 @@ pub struct Assembler {
     /// The last turn's tools, prepared (with what preparing them reported),
     /// by a hash of the turn's tools.
     prepared_tools: LastValue<(Vec<crate::tools::PromptTool>, Vec<Diagnostic>)>,
+    /// What the workspace gave the last build that read it (files, skills,
+    /// the config's tools), valid while the file check's generation is.
+    workspace_reads: Lock<Option<WorkspaceRead>>,
+}
+
+/// Which reads a [`WorkspaceRead`] answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct WorkspaceKey {
+    /// The file check's generation (any change to a watched path bumps it).
+    generation: u64,
+    /// The session kind and chat decide which files are read.
+    session: SessionKind,
+    group_chat: bool,
+    /// Whether the skills were read.
+    with_skills: bool,
+    /// Whether the tools came from `[tools] file`.
+    tools_from_config: bool,
+}
+
+/// The workspace as the last build read it.
+#[derive(Debug, Clone)]
+struct WorkspaceRead {
+    key: WorkspaceKey,
+    files: Vec<crate::bootstrap::BootstrapFile>,
+    skills: Vec<crate::skills::Skill>,
+    config_tools: Vec<crate::turn::Tool>,
+    /// What reading reported (missing files, refused skills, …), replayed.
+    notes: Vec<Diagnostic>,
 }
 
 impl Assembler {
@@ -84,6 +112,7 @@ impl Assembler {
             memo: Lock::default(),
             stable_hash: LastValue::default(),
             prepared_tools: LastValue::default(),
+            workspace_reads: Lock::default(),
         }
     }
 
@@ -96,6 +125,7 @@ impl Assembler {
             shared_counter(t).set_memo(caching.token_counts);
         }
         *self.memo.get_mut() = BuildMemo::default();
+        *self.workspace_reads.get_mut() = None;
     }
 
     /// What is kept between builds.
@@ -138,13 +168,13 @@ impl Assembler {
         let now = turn.now.unwrap_or_else(|| chrono::Utc::now().fixed_offset());
         let memoised = self.caching.builds || self.caching.plugin_outputs;
         if !memoised {
-            return self.build_fresh(turn, contributed, now, &|| None);
+            return self.build_fresh(turn, contributed, now, &|| None, None);
         }
         let refresh = || self.memo.lock().refresh(|events| self.snapshot(events));
         if !self.caching.builds {
             // Only plugin outputs are memoised: their check need only come
             // before the plugins run, so it overlaps the file reads.
-            return self.build_fresh(turn, contributed, now, &|| Some(refresh()));
+            return self.build_fresh(turn, contributed, now, &|| Some(refresh()), None);
         }
         // A build memoised under a generation must have read its files after
         // that generation's check: the check comes first.
@@ -154,7 +184,7 @@ impl Assembler {
             return Ok(built.clone());
         }
         let plugin_memo = self.caching.plugin_outputs.then_some(generation);
-        let built = self.build_fresh(turn, contributed, now, &|| plugin_memo)?;
+        let built = self.build_fresh(turn, contributed, now, &|| plugin_memo, Some(generation))?;
         self.memo.lock().put(generation, key, built.clone());
         Ok(built)
     }
@@ -234,13 +264,17 @@ impl Assembler {
     }
 
     /// One build from scratch (but for token counts and, when `plugin_memo`
-    /// gives the memo's generation, plugin outputs).
+    /// gives the memo's generation, plugin outputs). `generation` is the file
+    /// check's generation when it was taken before this build (the build
+    /// memo's path): then what the workspace gave the last build under the
+    /// same generation is reused instead of read again.
     fn build_fresh(
         &self,
         turn: &Turn,
         contributed: &[Section],
         now: chrono::DateTime<chrono::FixedOffset>,
         plugin_memo: &(dyn Fn() -> Option<u64> + Sync),
+        generation: Option<u64>,
     ) -> Result<Built, ProemError> {
         let _span = tracing::info_span!("build", agent = %self.workspace.root().display()).entered();
         let config = &self.config;
@@ -271,30 +305,70 @@ impl Assembler {
                 );
             })
         };
-        let (mut files, plugin_memo, tools) = crate::parallel::in_place_scope(|scope| {
-            if with_skills {
-                scope.spawn(|_| read_skills());
-            }
-            let plugin_memo = plugin_memo();
-            let files = {
-                let _s = tracing::info_span!("load_files").entered();
-                let group_chat = turn.chat_kind == Some(ChatKind::Group);
-                bootstrap::load(&self.workspace, config, session, group_chat, &mut diagnostics)
-            };
-            let mut tool_notes = Vec::new();
-            let tools = match &turn.tools {
-                Some(t) => Ok(self.prepare_tools(t, &mut tool_notes)),
-                None => self.tools_from_config().map(|t| self.prepare_tools(&t, &mut tool_notes)),
-            };
-            // Then help with the skills the reader thread has not claimed.
-            if with_skills {
-                read_skills();
-            }
-            (files, plugin_memo, tools.map(|t| (t, tool_notes)))
+        let group_chat = turn.chat_kind == Some(ChatKind::Group);
+        // What the workspace gave the last build, when its file check's
+        // generation is still current and the same files were asked for.
+        let read_key = generation.filter(|_| self.caching.workspace_reads).map(|g| WorkspaceKey {
+            generation: g,
+            session,
+            group_chat,
+            with_skills,
+            tools_from_config: turn.tools.is_none(),
         });
-        let skills = skills::collect(skills_read.into_results(), &config.skills, &mut diagnostics);
-        let (tools, tool_notes) = tools?;
-        diagnostics.extend(tool_notes);
+        let remembered = read_key.and_then(|k| self.workspace_reads.lock().as_ref().filter(|r| r.key == k).cloned());
+        let (mut files, skills, plugin_memo, tools) = match remembered {
+            Some(read) => {
+                diagnostics.extend(read.notes);
+                let mut tool_notes = Vec::new();
+                let tools = match &turn.tools {
+                    Some(t) => self.prepare_tools(t, &mut tool_notes),
+                    None => self.prepare_tools(&read.config_tools, &mut tool_notes),
+                };
+                diagnostics.extend(tool_notes);
+                (read.files, read.skills, plugin_memo(), tools)
+            }
+            None => {
+                let notes_from = diagnostics.len();
+                let mut config_tools = Vec::new();
+                let (files, plugin_memo, tools) = crate::parallel::in_place_scope(|scope| {
+                    if with_skills {
+                        scope.spawn(|_| read_skills());
+                    }
+                    let plugin_memo = plugin_memo();
+                    let files = {
+                        let _s = tracing::info_span!("load_files").entered();
+                        bootstrap::load(&self.workspace, config, session, group_chat, &mut diagnostics)
+                    };
+                    let mut tool_notes = Vec::new();
+                    let tools = match &turn.tools {
+                        Some(t) => Ok(self.prepare_tools(t, &mut tool_notes)),
+                        None => self.tools_from_config().map(|t| {
+                            let prepared = self.prepare_tools(&t, &mut tool_notes);
+                            config_tools = t;
+                            prepared
+                        }),
+                    };
+                    // Then help with the skills the reader thread has not claimed.
+                    if with_skills {
+                        read_skills();
+                    }
+                    (files, plugin_memo, tools.map(|t| (t, tool_notes)))
+                });
+                let skills = skills::collect(skills_read.into_results(), &config.skills, &mut diagnostics);
+                let (tools, tool_notes) = tools?;
+                if let Some(key) = read_key {
+                    *self.workspace_reads.lock() = Some(WorkspaceRead {
+                        key,
+                        files: files.clone(),
+                        skills: skills.clone(),
+                        config_tools,
+                        notes: diagnostics[notes_from..].to_vec(),
+                    });
+                }
+                diagnostics.extend(tool_notes);
+                (files, skills, plugin_memo, tools)
+            }
+        };
 
         let tz_name = turn.timezone.clone().unwrap_or_else(|| "UTC".to_string());
         let tz = parse_timezone(&tz_name)?;

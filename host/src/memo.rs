@@ -58,11 +58,23 @@ pub struct Caching {
     /// The cleaned, sorted tool list, reused while the turn's tools are the
     /// same (most turns of a conversation repeat them).
     pub prepared_tools: bool,
+    /// What the workspace gave the last build (bootstrap files, skills, the
+    /// `[tools] file`), reused while the file check shows no change: a turn
+    /// with a new clock reads nothing from disk. Needs `builds` (whose file
+    /// check it shares).
+    pub workspace_reads: bool,
 }
 
 impl Default for Caching {
     fn default() -> Self {
-        Caching { builds: true, plugin_outputs: true, token_counts: true, file_events: true, prepared_tools: true }
+        Caching {
+            builds: true,
+            plugin_outputs: true,
+            token_counts: true,
+            file_events: true,
+            prepared_tools: true,
+            workspace_reads: true,
+        }
     }
 }
 
@@ -74,6 +86,7 @@ impl Caching {
         token_counts: false,
         file_events: false,
         prepared_tools: false,
+        workspace_reads: false,
     };
 }
 

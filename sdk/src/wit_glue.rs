@@ -130,17 +130,31 @@ fn budget(b: t::Budget) -> Budget {
     Budget { tokens: b.tokens, tokenizer: b.tokenizer }
 }
 
+/// The session fields both contexts carry.
+#[allow(clippy::too_many_arguments)]
+fn session(
+    agent_id: String,
+    m: t::Mode,
+    provider: Option<String>,
+    model: Option<String>,
+    tools_in: Vec<t::Tool>,
+    config_json: &str,
+    b: t::Budget,
+) -> Session {
+    Session {
+        agent_id,
+        mode: mode(m),
+        provider,
+        model,
+        tools: tools(tools_in),
+        config: config(config_json),
+        budget: budget(b),
+    }
+}
+
 fn agent_context(ctx: t::AgentContext) -> AgentContext {
     AgentContext {
-        session: Session {
-            agent_id: ctx.agent_id,
-            mode: mode(ctx.mode),
-            provider: ctx.provider,
-            model: ctx.model,
-            tools: tools(ctx.tools),
-            config: config(&ctx.config_json),
-            budget: budget(ctx.budget),
-        },
+        session: session(ctx.agent_id, ctx.mode, ctx.provider, ctx.model, ctx.tools, &ctx.config_json, ctx.budget),
         skills: ctx
             .skills
             .into_iter()
@@ -151,15 +165,7 @@ fn agent_context(ctx: t::AgentContext) -> AgentContext {
 
 fn turn_context(ctx: t::TurnContext) -> TurnContext {
     TurnContext {
-        session: Session {
-            agent_id: ctx.agent_id,
-            mode: mode(ctx.mode),
-            provider: ctx.provider,
-            model: ctx.model,
-            tools: tools(ctx.tools),
-            config: config(&ctx.config_json),
-            budget: budget(ctx.budget),
-        },
+        session: session(ctx.agent_id, ctx.mode, ctx.provider, ctx.model, ctx.tools, &ctx.config_json, ctx.budget),
         now: TurnTime {
             rfc3339: ctx.now.rfc3339,
             timezone: ctx.now.timezone,
