@@ -806,3 +806,29 @@ fn base64_decode(text: &str) -> Vec<u8> {
         })
         .collect()
 }
+
+/// A body sent slowly never holds the service: the deadline covers reading
+/// it (408), and other clients are answered meanwhile.
+#[test]
+fn a_slow_body_is_cut_off_at_the_deadline() {
+    use std::io::{Read, Write};
+    plugin_env();
+    let server = Server::start(&[&atlas(), "--timeout-ms", "300"]);
+    let addr = server.url.trim_start_matches("http://").to_string();
+    let started = Instant::now();
+    let mut slow = std::net::TcpStream::connect(&addr).unwrap();
+    slow.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    write!(slow, "POST /v1/agents/atlas/build HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 1000\r\n\r\n{{\"extra\": \"")
+        .unwrap();
+    // Meanwhile another client is served.
+    let rt = runtime();
+    let status = rt.block_on(async {
+        client().post(format!("{}/v1/agents/atlas/build", server.url)).send().await.unwrap().status().as_u16()
+    });
+    assert_eq!(status, 200);
+    let mut reply = String::new();
+    let _ = slow.read_to_string(&mut reply);
+    assert!(reply.starts_with("HTTP/1.1 408"), "{reply}");
+    assert!(reply.contains("did not arrive within 300 ms"), "{reply}");
+    assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+}

@@ -21,7 +21,7 @@ pub fn read_to_string(relative: &str) -> Result<String, String> {
     {
         return Err(format!("{relative:?} is not a path inside the agent directory"));
     }
-    let root = root()?;
+    let root = root().map_err(|e| format!("{relative}: {e}"))?;
     std::fs::read_to_string(root.join(relative)).map_err(|e| format!("{relative}: {e}"))
 }
 

@@ -284,14 +284,32 @@ async fn run_build(
     // The body is JSON whatever Content-Type says (curl's -d sends a form
     // type): what does not parse is a 400 naming the problem.
     let _ = headers;
-    let bytes: Bytes = axum::body::to_bytes(body, state.limits.body_bytes).await.map_err(|_| {
-        Problem::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "too-large",
-            format!("the request body is over the {} byte limit (--max-body)", state.limits.body_bytes),
-        )
-        .with("limit", state.limits.body_bytes)
-    })?;
+    // The deadline covers reading the body too: a client that sends it
+    // slowly holds a connection, never a build slot, and not for long.
+    let started = Instant::now();
+    let deadline = started + state.limits.timeout;
+    let read = tokio::time::timeout_at(deadline.into(), axum::body::to_bytes(body, state.limits.body_bytes)).await;
+    let bytes: Bytes = match read {
+        Err(_) => {
+            return Err(Problem::new(
+                StatusCode::REQUEST_TIMEOUT,
+                "body-timeout",
+                format!(
+                    "the request body did not arrive within {} ms (--timeout-ms)",
+                    state.limits.timeout.as_millis()
+                ),
+            ))
+        }
+        Ok(Err(_)) => {
+            return Err(Problem::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "too-large",
+                format!("the request body is over the {} byte limit (--max-body)", state.limits.body_bytes),
+            )
+            .with("limit", state.limits.body_bytes))
+        }
+        Ok(Ok(bytes)) => bytes,
+    };
     let request: BuildRequest = if bytes.iter().all(u8::is_ascii_whitespace) {
         BuildRequest::default()
     } else {
@@ -351,8 +369,6 @@ async fn run_build(
         )
         .retry_after(1));
     }
-    let started = Instant::now();
-    let deadline = started + state.limits.timeout;
     let permit = tokio::time::timeout_at(deadline.into(), state.slots.acquire())
         .await
         .map_err(|_| timed_out(state))?
