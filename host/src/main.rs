@@ -78,7 +78,8 @@ enum Command {
         /// The largest request body in bytes (over it: 413).
         #[arg(long, value_name = "BYTES", default_value_t = 4 * 1024 * 1024)]
         max_body: usize,
-        /// A request's deadline in milliseconds, queueing included (over it: 503).
+        /// A request's deadline in milliseconds, from its first byte: a body
+        /// still arriving then is a 408, a build still queued or running a 503.
         #[arg(long, value_name = "MS", default_value_t = 10_000)]
         timeout_ms: u64,
     },
