@@ -285,7 +285,10 @@ impl PluginSet {
         memo: Option<u64>,
     ) -> Result<Vec<BootstrapFile>, ProemError> {
         let Ok(engine) = engine::get() else { return Ok(files) };
-        let hashes = memo.map(|_| (context_hash(ctx), stable_context_hash(ctx)));
+        let hashes = memo.map(|_| {
+            let stable = stable_context_hash(ctx);
+            (context_hash(ctx, stable), stable)
+        });
         for plugin in &self.plugins {
             let Ok(ready) = &plugin.state else { continue };
             if !ready.info.bootstrap {
@@ -297,7 +300,7 @@ impl PluginSet {
                 files.into_iter().partition(|f| !split || group_of(&f.name) != FileGroup::Dynamic);
             let key = memo.zip(hashes).map(|(generation, (full, stable))| {
                 let context = if split { stable } else { full };
-                call_key(plugin, "agent:bootstrap", context, Some(&seen), tokenizer, generation)
+                call_key(plugin, "agent:bootstrap", context, Some(seen.iter()), tokenizer, generation)
             });
             let Outcome { result, logs, elapsed } = match key.and_then(|k| self.remembered(k)) {
                 Some(hit) => hit,
@@ -357,13 +360,16 @@ impl PluginSet {
         memo: Option<u64>,
     ) -> Result<Vec<Section>, ProemError> {
         let Ok(engine) = engine::get() else { return Ok(Vec::new()) };
-        let (stable_files, turn_files): (Vec<BootstrapFile>, Vec<BootstrapFile>) =
-            files.iter().cloned().partition(|f| group_of(&f.name) != FileGroup::Dynamic);
+        let (stable_files, turn_files): (Vec<&BootstrapFile>, Vec<&BootstrapFile>) =
+            files.iter().partition(|f| group_of(&f.name) != FileGroup::Dynamic);
         let mut jobs = Vec::new();
         let mut calls = Vec::new();
         let mut outcomes: Vec<Option<Outcome>> = Vec::new();
         let mut pending: Vec<(usize, Option<u128>)> = Vec::new();
-        let hashes = memo.map(|_| (context_hash(ctx), stable_context_hash(ctx)));
+        let hashes = memo.map(|_| {
+            let stable = stable_context_hash(ctx);
+            (context_hash(ctx, stable), stable)
+        });
         for plugin in &self.plugins {
             let Ok(ready) = &plugin.state else { continue };
             let info = &ready.info;
@@ -402,7 +408,7 @@ impl PluginSet {
                 jobs.push((plugin, hook));
                 let key = memo.zip(hashes).map(|(generation, (full, stable))| {
                     let context = if stable_only { stable } else { full };
-                    call_key(plugin, hook, context, seen, tokenizer, generation)
+                    call_key(plugin, hook, context, seen.map(|f| f.iter().copied()), tokenizer, generation)
                 });
                 if let Some(hit) = key.and_then(|k| self.remembered(k)) {
                     outcomes.push(Some(hit));
@@ -419,7 +425,7 @@ impl PluginSet {
                     clock,
                     tokenizer,
                     plugin.deadline,
-                    request(with_config(ctx, plugin), raw_files(seen.unwrap_or_default())),
+                    request(with_config(ctx, plugin), raw_files(seen.unwrap_or_default().iter().copied())),
                 ));
             }
         }
@@ -576,13 +582,13 @@ struct SectionHook<'a> {
     /// and called with no clock.
     stable_only: bool,
     /// The bootstrap files it sees, if any.
-    files: Option<&'a [BootstrapFile]>,
+    files: Option<&'a [&'a BootstrapFile]>,
     /// Its request.
     request: MakeRequest,
 }
 
-fn raw_files(files: &[BootstrapFile]) -> Vec<RawFile> {
-    files.iter().map(|f| RawFile { name: f.name.clone(), content: f.text.clone() }).collect()
+fn raw_files<'f>(files: impl IntoIterator<Item = &'f BootstrapFile>) -> Vec<RawFile> {
+    files.into_iter().map(|f| RawFile { name: f.name.clone(), content: f.text.clone() }).collect()
 }
 
 /// A 0.2 bootstrap hook sees and returns the stable files only: a per-turn
@@ -604,11 +610,11 @@ fn only_stable_files(files: Vec<RawFile>) -> Result<Vec<RawFile>, String> {
 /// here); `generation` stands for the workspace files and is part of the key
 /// only when the plugin may read them; the tokenizer answers its
 /// `count-tokens` calls; `files` are a bootstrap hook's input.
-fn call_key(
+fn call_key<'f>(
     plugin: &LoadedPlugin,
     hook: &str,
     context: u128,
-    files: Option<&[BootstrapFile]>,
+    files: Option<impl ExactSizeIterator<Item = &'f BootstrapFile>>,
     tokenizer: Tokenizer,
     generation: u64,
 ) -> u128 {
@@ -628,10 +634,10 @@ fn call_key(
 }
 
 /// A hash of a build context but for its `config_json` (which differs per
-/// plugin): hashed once per build, not once per call.
-fn context_hash(c: &BuildContext) -> u128 {
+/// plugin): hashed once per build, not once per call. `stable` is the
+/// context's [`stable_context_hash`], which it extends with the turn.
+fn context_hash(c: &BuildContext, stable: u128) -> u128 {
     let mut h = KeyHasher::default();
-    let stable = stable_context_hash(c);
     h.num(stable as u64).num((stable >> 64) as u64);
     h.opt(c.channel.as_deref()).opt(c.chat_kind.as_deref()).str(&c.now).str(&c.timezone);
     h.opt(c.group_title.as_deref()).opt(c.extra.as_deref());
