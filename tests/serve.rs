@@ -390,6 +390,10 @@ fn limits_answer_with_problems_and_bad_input_is_never_a_500() {
         let r = c.post(format!("{}/v1/agents/nobody/build", fast.url)).send().await.unwrap();
         assert_eq!(r.status(), 404);
         assert!(r.text().await.unwrap().contains("atlas"));
+        // Each problem is counted once.
+        let metrics = c.get(format!("{}/metrics", fast.url)).send().await.unwrap().text().await.unwrap();
+        assert!(metrics.contains("proem_http_problems_total{status=\"404\"} 1\n"), "{metrics}");
+        assert!(metrics.contains("proem_http_problems_total{status=\"422\"} 1\n"), "{metrics}");
     });
 }
 

@@ -626,7 +626,7 @@ impl Assembler {
 
     fn tools_from_config(&self) -> Result<Vec<crate::turn::Tool>, ProemError> {
         let Some(rel) = &self.config.tools.file else { return Ok(Vec::new()) };
-        self.tools_file(rel).map_err(|e| match e {
+        self.read_tools_file(rel).map_err(|e| match e {
             ProemError::Tools { path, message } if message == "not found" => {
                 ProemError::Tools { path, message: "not found (set by [tools] file)".into() }
             }
@@ -635,8 +635,9 @@ impl Assembler {
     }
 
     /// Reads a tools JSON file inside the agent directory (a path or
-    /// symlink out of it is refused, as for every workspace read).
-    pub(crate) fn tools_file(&self, rel: &str) -> Result<Vec<crate::turn::Tool>, ProemError> {
+    /// symlink out of it is refused, as for every workspace read): `[tools]
+    /// file`, and `proem serve`'s tools given by name.
+    pub fn read_tools_file(&self, rel: &str) -> Result<Vec<crate::turn::Tool>, ProemError> {
         let path = self.workspace.root().join(rel);
         let file = self.workspace.read_text(rel, 16 * 1024 * 1024).map_err(|why| ProemError::Tools {
             path: path.clone(),

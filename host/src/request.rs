@@ -139,11 +139,3 @@ pub fn respond(built: &Built, request: &BuildRequest) -> Result<String, ProemErr
     }
     Ok(out)
 }
-
-impl Assembler {
-    /// Reads a tools JSON file inside the agent directory (as `[tools] file`
-    /// is read: no path out of it, no symlink out of it).
-    pub fn read_tools_file(&self, name: &str) -> Result<Vec<Tool>, ProemError> {
-        self.tools_file(name)
-    }
-}

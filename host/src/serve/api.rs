@@ -181,7 +181,7 @@ async fn list_agents(State(state): State<Arc<AppState>>) -> Response {
 }
 
 async fn agent(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> Response {
-    let Some(agent) = state.agents.get(&id) else { return unknown_agent(&state, &id).into_response() };
+    let Some(agent) = state.agents.get(&id) else { return problem_response(&state, unknown_agent(&state, &id)) };
     let agent = agent.lock();
     let mut out = summary(&agent);
     if let Some(assembler) = &agent.assembler {
@@ -227,8 +227,13 @@ async fn agent(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> Re
     axum::Json(out).into_response()
 }
 
+/// A problem as the response, counted once in the metrics.
+fn problem_response(state: &AppState, problem: Problem) -> Response {
+    state.metrics.problem(problem.status().as_u16());
+    problem.into_response()
+}
+
 fn unknown_agent(state: &AppState, id: &str) -> Problem {
-    state.metrics.problem(404);
     let known: Vec<String> = state.agents.all().iter().map(|a| a.lock().id.clone()).collect();
     Problem::new(
         StatusCode::NOT_FOUND,
@@ -244,10 +249,7 @@ async fn build(State(state): State<Arc<AppState>>, Path(id): Path<String>, heade
                 if format == crate::render::Format::Text { "text/plain; charset=utf-8" } else { "application/json" };
             ([(header::CONTENT_TYPE, content_type)], text).into_response()
         }
-        Err(problem) => {
-            state.metrics.problem(problem.status().as_u16());
-            problem.into_response()
-        }
+        Err(problem) => problem_response(&state, problem),
     }
 }
 
@@ -268,10 +270,7 @@ async fn inspect(
                 .collect();
             axum::Json(json!({ "build": &*built, "section_hashes": hashes })).into_response()
         }
-        Err(problem) => {
-            state.metrics.problem(problem.status().as_u16());
-            problem.into_response()
-        }
+        Err(problem) => problem_response(&state, problem),
     }
 }
 
