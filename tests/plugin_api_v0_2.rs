@@ -50,6 +50,12 @@ fn a_new_clock_channel_or_chat_never_runs_a_stable_hook_again() {
     // hardware-access has a stable hook only (the fixture also has a turn
     // hook, which does run on every new turn).
     let agent = Agent::with_plugins(&builtin("steady", "").replace("builtin:steady", "builtin:hardware-access"));
+    // An agent id of its own: no other test's answer kept on disk has this key.
+    let id = agent.path().file_name().unwrap().to_string_lossy().replace(|c: char| !c.is_ascii_alphanumeric(), "");
+    agent.config(&format!(
+        "[agent]\nid = \"steady{id}\"\n\n{}",
+        builtin("steady", "").replace("builtin:steady", "builtin:hardware-access")
+    ));
     let assembler = agent.assembler();
     let gpio = || Turn { tools: Some(tools(&["gpio_write"])), ..turn() };
     let first = assembler.build(&gpio()).unwrap();

@@ -422,11 +422,17 @@ fn compiled_components_are_cached_and_bad_entries_are_recompiled() {
     let load = || {
         let set = PluginSet::load_with_cache(&configs, agent.path(), Some(dir.path())).unwrap();
         let ready = set.plugins()[0].state.as_ref().unwrap().clone();
-        ready.cached
+        // Its describe answer is kept on disk after the first load: compile now.
+        ready.bindings().unwrap();
+        ready.compiled_from_cache().unwrap()
     };
     assert!(!load(), "first load compiles");
     assert!(load(), "second load comes from the cache");
-    let entries: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().path()).collect();
+    let entries: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap() != "answers")
+        .collect();
     assert_eq!(entries.len(), 1, "one entry, no temp files left: {entries:?}");
     let entry = &entries[0];
     assert!(entry.extension().unwrap() == "cwasm");
@@ -464,7 +470,7 @@ fn a_cache_entry_from_another_engine_configuration_is_recompiled() {
     std::fs::write(&entry, cache::encode_entry(&foreign)).unwrap();
     let set = PluginSet::load_with_cache(&configs, agent.path(), Some(dir.path())).unwrap();
     let ready = set.plugins()[0].state.as_ref().unwrap();
-    assert!(!ready.cached, "a foreign entry is recompiled, not trusted");
+    assert_eq!(ready.compiled_from_cache(), Some(false), "a foreign entry is recompiled, not trusted");
     assert_ne!(std::fs::read(&entry).unwrap(), cache::encode_entry(&foreign), "and replaced");
     let built = proem_host::Assembler::open(agent.path(), None).unwrap().build(&turn()).unwrap();
     assert_eq!(plugin_status(&built, "fix"), "ok");
@@ -500,13 +506,30 @@ fn processes_racing_to_fill_the_cache_leave_valid_entries_and_nothing_else() {
         let mut names: Vec<String> =
             std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
         names.sort();
-        // Two compiled components and the saved token counts; no temp files.
-        assert_eq!(names.len(), 3, "{names:?}");
-        assert!(names[..2].iter().all(|n| n.ends_with(".cwasm")), "{names:?}");
-        assert_eq!(names[2], "tokens-cl100k_base.bin");
+        // Two compiled components, the plugin answers and the saved token
+        // counts; no temp files.
+        let (compiled, rest): (Vec<&String>, Vec<&String>) = names.iter().partition(|n| n.ends_with(".cwasm"));
+        assert_eq!(compiled.len(), 2, "{names:?}");
+        assert_eq!(rest, ["answers", "tokens-cl100k_base.bin"], "{names:?}");
+        // Each plugin's describe answer and the answers of the hooks that see
+        // no clock, each whole: the magic line, then JSON that parses.
+        let answers: Vec<std::path::PathBuf> =
+            std::fs::read_dir(dir.join("answers")).unwrap().map(|e| e.unwrap().path()).collect();
+        assert!(answers.len() >= 3, "{answers:?}");
+        for path in &answers {
+            assert!(path.extension().is_some_and(|e| e == "answer"), "{answers:?}");
+            let bytes = std::fs::read(path).unwrap();
+            assert!(bytes.starts_with(b"PROEMANSWER1 "), "{}", path.display());
+            let at = bytes.iter().position(|b| *b == b'\n').unwrap() + 1;
+            serde_json::from_slice::<serde_json::Value>(&bytes[at..]).unwrap();
+        }
         let configs = agent.assembler().config().plugins.clone();
         let set = PluginSet::load_with_cache(&configs, agent.path(), Some(&dir)).unwrap();
-        assert!(set.plugins().iter().all(|p| p.state.as_ref().unwrap().cached), "every entry loads");
+        for plugin in set.plugins() {
+            let ready = plugin.state.as_ref().unwrap();
+            ready.bindings().unwrap();
+            assert_eq!(ready.compiled_from_cache(), Some(true), "every entry loads");
+        }
         assert_eq!(agent.snapshot(), agent_before, "nothing written into the agent directory");
     }
 }

@@ -12,7 +12,7 @@ use crate::core_sections::CoreInputs;
 use crate::error::ProemError;
 use crate::memo::{BuildMemo, Caching, KeyHasher, LastValue, Snapshot};
 use crate::mode::{resolve_mode, Mode, SessionKind};
-use crate::plugin::{BuildContext, BuildRun, ContextTool, PluginSet};
+use crate::plugin::{BuildContext, BuildRun, ContextTool, MemoKeys, PluginSet};
 use crate::report::{Built, Diagnostic, FileDetail, PluginReport, SectionReport, TokenReport};
 use crate::section::{core_spec, Section};
 use crate::skills;
@@ -170,7 +170,11 @@ impl Assembler {
         if !memoised {
             return self.build_fresh(turn, contributed, now, &|| None, None);
         }
-        let refresh = || self.memo.lock().refresh(|events| self.snapshot(events));
+        let refresh = || {
+            let mut memo = self.memo.lock();
+            let generation = memo.refresh(|events| self.snapshot(events));
+            MemoKeys { generation, workspace_stamp: memo.stamp() }
+        };
         if !self.caching.builds {
             // Only plugin outputs are memoised: their check need only come
             // before the plugins run, so it overlaps the file reads.
@@ -178,12 +182,13 @@ impl Assembler {
         }
         // A build memoised under a generation must have read its files after
         // that generation's check: the check comes first.
-        let generation = refresh();
+        let keys = refresh();
+        let generation = keys.generation;
         let key = self.build_key(turn, contributed, now)?;
         if let Some(built) = self.memo.lock().get(key) {
             return Ok(built.clone());
         }
-        let plugin_memo = self.caching.plugin_outputs.then_some(generation);
+        let plugin_memo = self.caching.plugin_outputs.then_some(keys);
         let built = self.build_fresh(turn, contributed, now, &|| plugin_memo, Some(generation))?;
         self.memo.lock().put(generation, key, built.clone());
         Ok(built)
@@ -273,7 +278,7 @@ impl Assembler {
         turn: &Turn,
         contributed: &[Section],
         now: chrono::DateTime<chrono::FixedOffset>,
-        plugin_memo: &(dyn Fn() -> Option<u64> + Sync),
+        plugin_memo: &(dyn Fn() -> Option<MemoKeys> + Sync),
         generation: Option<u64>,
     ) -> Result<Built, ProemError> {
         let _span = tracing::info_span!("build", agent = %self.workspace.root().display()).entered();

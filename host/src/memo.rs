@@ -94,7 +94,10 @@ impl Caching {
 /// stat'ed).
 type Seen = Option<[u64; 8]>;
 
-fn stat(dir: BorrowedFd<'_>, path: &Path, follow: bool) -> Seen {
+/// What `lstat` (or, with `follow`, `stat`) says about `path` relative to
+/// `dir`: device, inode, size, modification and change times to the
+/// nanosecond, mode.
+pub(crate) fn stat(dir: BorrowedFd<'_>, path: &Path, follow: bool) -> Seen {
     let flags = if follow { AtFlags::empty() } else { AtFlags::SYMLINK_NOFOLLOW };
     let st = statat(dir, path, flags).ok()?;
     Some([
@@ -128,6 +131,8 @@ pub struct Snapshot {
     events: Option<OwnedFd>,
     /// Some file is too fresh to trust its timestamps.
     racy: bool,
+    /// See [`Snapshot::stamp`].
+    stamp: Option<u128>,
 }
 
 impl Snapshot {
@@ -159,6 +164,7 @@ impl Snapshot {
         let events = if file_events { events::watch(root, dir.as_fd(), &all) } else { None };
         let now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
         let mut racy = false;
+        let mut fresh = false;
         let seen: Vec<(PathBuf, Seen, Seen)> = all
             .into_iter()
             .map(|path| {
@@ -168,7 +174,9 @@ impl Snapshot {
                     // Whole-second timestamps (no nanoseconds) on a file changed
                     // in the last two seconds: a second change could keep them.
                     let changed = Duration::from_secs(s[5]);
-                    racy |= s[4] == 0 && s[6] == 0 && now.saturating_sub(changed) < Duration::from_secs(2);
+                    let recent = now.saturating_sub(changed) < Duration::from_secs(2);
+                    racy |= s[4] == 0 && s[6] == 0 && recent;
+                    fresh |= recent;
                 }
                 (path, link, target)
             })
@@ -178,7 +186,20 @@ impl Snapshot {
         let root_dev = stat(dir.as_fd(), Path::new("."), true).map(|s| s[0]);
         let one_device = seen.iter().flat_map(|(_, l, t)| [l, t]).flatten().all(|s| Some(s[0]) == root_dev);
         let events = events.filter(|_| one_device);
-        Some(Snapshot { dir, seen, racy, events })
+        let stamp = (!fresh).then(|| {
+            let mut h = KeyHasher::default();
+            for (path, link, target) in &seen {
+                h.bytes(path.as_os_str().as_encoded_bytes());
+                for s in [link, target] {
+                    match s {
+                        Some(s) => s.iter().fold(h.num(1), |h, n| h.num(*n)),
+                        None => h.num(0),
+                    };
+                }
+            }
+            h.finish()
+        });
+        Some(Snapshot { dir, seen, racy, events, stamp })
     }
 
     /// Whether every path is unchanged: no event on the watch or, without
@@ -197,6 +218,15 @@ impl Snapshot {
     /// Whether the check is by file events (for reports and tests).
     pub fn watched(&self) -> bool {
         self.events.is_some()
+    }
+
+    /// A hash of every stat the snapshot took, the same in any process that
+    /// sees the same files: what answers kept on disk are keyed by
+    /// ([`crate::plugin::answers`]). `None` when some entry changed in the
+    /// last two seconds: two writes within one timestamp tick could leave
+    /// equal stats, so a stamp is only trusted once every entry is older.
+    pub fn stamp(&self) -> Option<u128> {
+        self.stamp
     }
 
     /// Whether results may be memoised under this snapshot.
@@ -461,6 +491,11 @@ impl<T: Clone> BuildMemo<T> {
             }
         }
         self.generation
+    }
+
+    /// The current snapshot's [`Snapshot::stamp`].
+    pub fn stamp(&self) -> Option<u128> {
+        self.snapshot.as_ref().and_then(Snapshot::stamp)
     }
 
     /// Whether the current snapshot is checked by file events.

@@ -51,7 +51,7 @@ impl Request {
 }
 
 /// A hook's answer.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub enum Response {
     /// From `describe`.
     Info(PluginInfo),

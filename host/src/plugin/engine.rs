@@ -40,6 +40,7 @@ pub fn get() -> Result<&'static PluginEngine, String> {
 
 impl PluginEngine {
     fn new() -> Result<PluginEngine, String> {
+        tracing::debug!("starting the wasm engine");
         let mut config = Config::new();
         config.wasm_component_model(true).epoch_interruption(true).parallel_compilation(true);
         // Compile fast rather than generate the last few percent of speed: a

@@ -100,7 +100,7 @@ pub struct ContextTool {
 }
 
 /// What a plugin says about itself.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PluginInfo {
     /// The id the plugin reports (its crate name when built with the SDK).
     pub id: String,
@@ -193,7 +193,7 @@ impl PluginInfo {
 }
 
 /// A section as returned, before validation.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RawSection {
     /// Its id.
     pub id: String,
@@ -212,7 +212,7 @@ pub struct RawSection {
 }
 
 /// A slot as returned.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum RawSlot {
     /// Before a core id.
     Before(String),
@@ -223,7 +223,7 @@ pub enum RawSlot {
 }
 
 /// An overlay as returned.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct RawOverlay {
     /// (section id, body).
     pub replacements: Vec<(String, String)>,
@@ -234,7 +234,7 @@ pub struct RawOverlay {
 }
 
 /// A bootstrap file across the boundary.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RawFile {
     /// Workspace-relative name.
     pub name: String,

@@ -1,11 +1,14 @@
 //! The wasm plugin host.
 //!
 //! ```text
-//! proem.toml [[plugins]] ─ set::PluginSet::load ─ binary::check (API version, before compiling)
+//! proem.toml [[plugins]] ─ set::PluginSet::load ─ answers: describe's answer kept on disk? then done
+//!                                                ─ binary::check (API version, before compiling)
 //!                                                ─ cache::load_or_compile (on-disk, checksummed)
 //!                                                ─ engine (one Engine, one Linker, epoch ticker)
 //!                                                ─ describe (what hooks, what capabilities)
 //! each build ─ run_bootstrap (agent:bootstrap, in id order) ─ run_sections (sections + overlay, concurrent)
+//!            ─ memo: this process's, then answers kept on disk (hooks that see no clock)
+//!            ─ the plugin's code compiled and linked on its first call
 //!            ─ call::call (fresh store, sandbox::Sandbox, deadline, memory limit, timeout;
 //!                          virtual_io: timers and poll in virtual time)
 //!            ─ hooks::validate_* (ids, slots, sizes, neutralised bodies) ─ merged like core sections
@@ -13,6 +16,7 @@
 //!
 //! `wit/` holds one module per plugin API version.
 
+pub mod answers;
 pub mod binary;
 pub mod builtin;
 pub mod cache;
@@ -30,4 +34,4 @@ pub mod wit;
 
 pub use hooks::{BuildContext, ContextTool, PluginInfo};
 pub use sandbox::{Grants, GRANT_NAMES};
-pub use set::{BuildRun, LoadedPlugin, PluginSet};
+pub use set::{BuildRun, LoadedPlugin, MemoKeys, PluginSet};

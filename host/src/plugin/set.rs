@@ -13,6 +13,7 @@ use crate::bootstrap::{group_of, load_order, BootstrapFile, FileGroup};
 use crate::config::PluginConfig;
 use crate::error::ProemError;
 use crate::memo::KeyHasher;
+use crate::plugin::answers::{Answered, Answers, Described};
 use crate::plugin::call::{self, CallLimits, Failure, Outcome, Request, Response};
 use crate::plugin::engine::{self, PluginEngine};
 use crate::plugin::hooks::{self, BuildContext, OutputCaps, PluginInfo, RawFile};
@@ -24,8 +25,10 @@ use crate::section::Section;
 use crate::sync::Lock;
 use crate::tokens::Tokenizer;
 use sha2::{Digest, Sha256};
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 /// Default memory cap per call.
@@ -59,15 +62,55 @@ pub struct LoadedPlugin {
     pub state: Result<Ready, String>,
 }
 
-/// A plugin that loaded.
+/// A plugin that loaded: what it said about itself, and its code, compiled
+/// and linked the first time a call needs it (a process whose every answer
+/// is on disk never starts wasmtime, see [`crate::plugin::answers`]).
 #[derive(Clone)]
 pub struct Ready {
-    /// Pre-instantiated bindings.
-    pub bindings: Bindings,
     /// What it said about itself.
     pub info: PluginInfo,
-    /// Whether the compiled code came from the cache.
-    pub cached: bool,
+    code: Arc<Code>,
+}
+
+/// A plugin's binary and, once needed, its pre-instantiated bindings.
+struct Code {
+    /// The API version the binary was checked for.
+    api: String,
+    wasm: Wasm,
+    cache_dir: Option<PathBuf>,
+    linked: OnceLock<Result<(Bindings, cache::Origin), String>>,
+}
+
+/// A plugin binary and what identifies it in keys kept on disk.
+struct Wasm {
+    bytes: Cow<'static, [u8]>,
+    /// `builtin:<name>` (the executable's identity covers its bytes) or the
+    /// SHA-256 of a file's bytes.
+    identity: String,
+}
+
+impl Ready {
+    /// The pre-instantiated bindings, compiled (through the component
+    /// cache) and linked on first use.
+    pub fn bindings(&self) -> Result<&Bindings, String> {
+        let code = &*self.code;
+        let linked = code.linked.get_or_init(|| link(&code.wasm.bytes, &code.api, code.cache_dir.as_deref()));
+        linked.as_ref().map(|(b, _)| b).map_err(Clone::clone)
+    }
+
+    /// Whether the compiled code came from the component cache (`None`
+    /// until it was needed: answers from disk need no code).
+    pub fn compiled_from_cache(&self) -> Option<bool> {
+        match self.code.linked.get()? {
+            Ok((_, origin)) => Some(*origin == cache::Origin::Cached),
+            Err(_) => None,
+        }
+    }
+
+    /// Whether the plugin speaks 0.2 or later (stable and turn hooks).
+    pub fn splits_zones(&self) -> bool {
+        !self.code.api.starts_with("0.1.")
+    }
 }
 
 impl LoadedPlugin {
@@ -80,28 +123,58 @@ impl LoadedPlugin {
         }
     }
 
-    /// One hook call in this plugin's sandbox, ready to run.
+    /// One hook call in this plugin's sandbox, ready to run (compiling the
+    /// plugin first if no call needed it yet). `describe` runs with no
+    /// grant: what a plugin says about itself depends on its binary alone.
     #[allow(clippy::too_many_arguments)]
     fn call(
         &self,
         engine: &'static PluginEngine,
-        bindings: &Bindings,
+        ready: &Ready,
         agent_dir: &Path,
         now: Duration,
         tokenizer: Tokenizer,
         deadline: Duration,
         request: Request,
     ) -> impl std::future::Future<Output = Outcome> + Send + 'static {
+        let grants = if matches!(request, Request::Info) { Grants::default() } else { self.grants };
         let sandbox = Sandbox {
             plugin: self.id.clone(),
-            grants: self.grants,
+            grants,
             agent_dir: agent_dir.to_path_buf(),
             memory_bytes: self.memory_bytes,
             now,
             tokenizer,
         };
-        call::call(engine, bindings.clone(), sandbox, CallLimits::for_plugin(deadline, self.caps), request)
+        let bindings = ready.bindings().cloned();
+        let limits = CallLimits::for_plugin(deadline, self.caps);
+        async move {
+            match bindings {
+                Ok(bindings) => call::call(engine, bindings, sandbox, limits, request).await,
+                Err(e) => Outcome { result: Err(Failure::Host(e)), logs: Vec::new(), elapsed: Duration::ZERO },
+            }
+        }
     }
+}
+
+/// What the plugin memos key on for one build, from the assembler's file
+/// check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoKeys {
+    /// The file check's generation: stands for the workspace in this
+    /// process's memo, for plugins that may read it.
+    pub generation: u64,
+    /// The workspace's [`crate::memo::Snapshot::stamp`]: stands for it in
+    /// answers kept on disk (`None`: no answer of a plugin that may read
+    /// the workspace is kept or read this build).
+    pub workspace_stamp: Option<u128>,
+}
+
+/// A call's keys: in this process's memo, and on disk when kept there.
+#[derive(Debug, Clone, Copy)]
+struct CallKeys {
+    memory: u128,
+    disk: Option<u128>,
 }
 
 /// The plugins of one agent, sorted by id.
@@ -112,6 +185,8 @@ pub struct PluginSet {
     /// Successful outcomes by [`call_key`]: a plugin is a pure function of
     /// what it can observe, so an identical call is not made twice.
     memo: Lock<HashMap<u128, Outcome>>,
+    /// Answers kept across processes (`None`: no cache directory).
+    answers: Option<Answers>,
 }
 
 /// Most plugin outcomes kept; the memo is cleared when it is full.
@@ -187,12 +262,15 @@ impl PluginSet {
         cache_dir: Option<&Path>,
     ) -> Result<PluginSet, ProemError> {
         let mut plugins: Vec<LoadedPlugin> = Vec::with_capacity(configs.len());
-        let prepared: Vec<(LoadedPlugin, Result<Vec<u8>, String>)> =
+        let prepared: Vec<(LoadedPlugin, Result<Wasm, String>)> =
             configs.iter().map(|c| prepare(c, agent_dir)).collect();
         // A pinned binary that changed never loads, required or not.
-        for (config, (plugin, bytes)) in configs.iter().zip(&prepared) {
-            if let (Some(pin), Ok(bytes)) = (&config.sha256, bytes) {
-                let digest = crate::assembler::hex(&Sha256::digest(bytes));
+        for (config, (plugin, wasm)) in configs.iter().zip(&prepared) {
+            if let (Some(pin), Ok(wasm)) = (&config.sha256, wasm) {
+                let digest = match wasm.identity.strip_prefix("sha256:") {
+                    Some(digest) => digest.to_string(),
+                    None => crate::assembler::hex(&Sha256::digest(&wasm.bytes)),
+                };
                 if !digest.eq_ignore_ascii_case(pin) {
                     return Err(ProemError::Plugin {
                         id: plugin.id.clone(),
@@ -207,25 +285,52 @@ impl PluginSet {
                 }
             }
         }
+        let answers = Answers::open(cache_dir);
+        let empty = || PluginSet {
+            plugins: Vec::new(),
+            agent_dir: agent_dir.to_path_buf(),
+            memo: Lock::default(),
+            answers: answers.clone(),
+        };
         if prepared.is_empty() {
-            return Ok(PluginSet { plugins, agent_dir: agent_dir.to_path_buf(), memo: Lock::default() });
+            return Ok(empty());
         }
         let _span = tracing::info_span!("load_plugins", count = prepared.len()).entered();
-        // Compile in parallel: cold compiles are the slow part of a first run.
-        let compiled: Vec<Result<Ready, String>> = std::thread::scope(|scope| {
+        // What describe said about each binary, from disk when a process of
+        // this proem asked it before: then nothing is compiled now.
+        let mut states: Vec<Option<Result<Ready, String>>> = prepared
+            .iter()
+            .map(|(_, wasm)| {
+                let wasm = wasm.as_ref().ok()?;
+                let answers = answers.as_ref()?;
+                let described: Described = answers.get(describe_key(answers, wasm))?;
+                Some(Ok(ready(described, wasm, cache_dir)))
+            })
+            .collect();
+        // The rest are checked, compiled and described, in parallel: cold
+        // compiles are the slow part of a first run.
+        std::thread::scope(|scope| {
             let handles: Vec<_> = prepared
                 .iter()
-                .map(|(plugin, bytes)| {
+                .zip(&states)
+                .filter(|(_, state)| state.is_none())
+                .map(|((plugin, wasm), _)| {
+                    let answers = answers.as_ref();
                     scope.spawn(move || {
-                        let bytes = bytes.as_ref().map_err(Clone::clone)?;
-                        let ready = compile(plugin, bytes, cache_dir, agent_dir);
+                        let wasm = wasm.as_ref().map_err(Clone::clone)?;
+                        let ready = open(plugin, wasm, cache_dir, agent_dir, answers);
                         ready.map_err(|e| format!("{}: {e}", plugin.origin))
                     })
                 })
                 .collect();
-            handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err("the loader thread panicked".into()))).collect()
+            let mut handles = handles.into_iter();
+            for state in states.iter_mut().filter(|s| s.is_none()) {
+                let handle = handles.next().expect("one thread per plugin to open");
+                *state = Some(handle.join().unwrap_or_else(|_| Err("the loader thread panicked".into())));
+            }
         });
-        for ((mut plugin, _), state) in prepared.into_iter().zip(compiled) {
+        for ((mut plugin, _), state) in prepared.into_iter().zip(states) {
+            let state = state.expect("every plugin opened");
             if let Err(why) = &state {
                 if plugin.required {
                     return Err(ProemError::Plugin {
@@ -239,7 +344,7 @@ impl PluginSet {
             plugins.push(plugin);
         }
         plugins.sort_by(|a, b| a.id.cmp(&b.id));
-        Ok(PluginSet { plugins, agent_dir: agent_dir.to_path_buf(), memo: Lock::default() })
+        Ok(PluginSet { plugins, ..empty() })
     }
 
     /// The plugins, sorted by id.
@@ -282,9 +387,8 @@ impl PluginSet {
         now: Duration,
         tokenizer: Tokenizer,
         run: &mut BuildRun,
-        memo: Option<u64>,
+        memo: Option<MemoKeys>,
     ) -> Result<Vec<BootstrapFile>, ProemError> {
-        let Ok(engine) = engine::get() else { return Ok(files) };
         let hashes = memo.map(|_| {
             let stable = stable_context_hash(ctx);
             (context_hash(ctx, stable), stable)
@@ -294,30 +398,31 @@ impl PluginSet {
             if !ready.info.bootstrap {
                 continue;
             }
-            let split = ready.bindings.splits_zones();
+            let split = ready.splits_zones();
             // 0.2: the per-turn files pass the hook by.
             let (seen, passing): (Vec<BootstrapFile>, Vec<BootstrapFile>) =
                 files.into_iter().partition(|f| !split || group_of(&f.name) != FileGroup::Dynamic);
-            let key = memo.zip(hashes).map(|(generation, (full, stable))| {
+            let keys = memo.zip(hashes).map(|(memo, (full, stable))| {
                 let context = if split { stable } else { full };
-                call_key(plugin, "agent:bootstrap", context, Some(seen.iter()), tokenizer, generation)
+                let key = call_key(plugin, "agent:bootstrap", context, Some(files_hash(seen.iter())), tokenizer);
+                // A 0.2 bootstrap hook sees no clock: its answer is kept on disk.
+                self.call_keys(plugin, ready, key, split, memo)
             });
-            let Outcome { result, logs, elapsed } = match key.and_then(|k| self.remembered(k)) {
+            let Outcome { result, logs, elapsed } = match keys.and_then(|k| self.remembered(k)) {
                 Some(hit) => hit,
                 None => {
                     let raw = raw_files(&seen);
                     let request = Request::Bootstrap(with_config(ctx, plugin), raw);
                     let clock = if split { Duration::ZERO } else { now };
-                    let call = plugin.call(
-                        engine,
-                        &ready.bindings,
-                        &self.agent_dir,
-                        clock,
-                        tokenizer,
-                        plugin.deadline,
-                        request,
-                    );
-                    self.remember(key, run_calls(engine, vec![call]).remove(0))
+                    let outcome = match engine::get() {
+                        Ok(engine) => {
+                            let call =
+                                plugin.call(engine, ready, &self.agent_dir, clock, tokenizer, plugin.deadline, request);
+                            run_calls(engine, vec![call]).remove(0)
+                        }
+                        Err(e) => Outcome { result: Err(Failure::Host(e)), logs: Vec::new(), elapsed: Duration::ZERO },
+                    };
+                    self.remember(keys, outcome)
                 }
             };
             let checked = match result {
@@ -357,19 +462,21 @@ impl PluginSet {
         now: Duration,
         tokenizer: Tokenizer,
         run: &mut BuildRun,
-        memo: Option<u64>,
+        memo: Option<MemoKeys>,
     ) -> Result<Vec<Section>, ProemError> {
-        let Ok(engine) = engine::get() else { return Ok(Vec::new()) };
         let (stable_files, turn_files): (Vec<&BootstrapFile>, Vec<&BootstrapFile>) =
             files.iter().partition(|f| group_of(&f.name) != FileGroup::Dynamic);
         let mut jobs = Vec::new();
-        let mut calls = Vec::new();
         let mut outcomes: Vec<Option<Outcome>> = Vec::new();
-        let mut pending: Vec<(usize, Option<u128>)> = Vec::new();
+        // (slot in outcomes, keys, plugin, ready, clock, request) of each call to make.
+        let mut pending = Vec::new();
         let hashes = memo.map(|_| {
             let stable = stable_context_hash(ctx);
             (context_hash(ctx, stable), stable)
         });
+        // The files' part of every call key, hashed once per build, not per plugin.
+        let files_hashes =
+            memo.map(|_| (files_hash(stable_files.iter().copied()), files_hash(turn_files.iter().copied())));
         for plugin in &self.plugins {
             let Ok(ready) = &plugin.state else { continue };
             let info = &ready.info;
@@ -379,6 +486,7 @@ impl PluginSet {
                     hook: "sections",
                     stable_only: false,
                     files: None,
+                    files_hash: None,
                     request: |c, _| Request::Sections(c),
                 },
                 SectionHook {
@@ -386,6 +494,7 @@ impl PluginSet {
                     hook: "overlay",
                     stable_only: false,
                     files: None,
+                    files_hash: None,
                     request: |c, _| Request::Overlay(c),
                 },
                 SectionHook {
@@ -393,6 +502,7 @@ impl PluginSet {
                     hook: "stable",
                     stable_only: true,
                     files: Some(&stable_files),
+                    files_hash: files_hashes.map(|h| h.0),
                     request: Request::Stable,
                 },
                 SectionHook {
@@ -400,37 +510,56 @@ impl PluginSet {
                     hook: "turn",
                     stable_only: false,
                     files: Some(&turn_files),
+                    files_hash: files_hashes.map(|h| h.1),
                     request: Request::Turn,
                 },
             ];
-            for SectionHook { hook, stable_only, files: seen, request, .. } in hooks.into_iter().filter(|h| h.declared)
+            for SectionHook { hook, stable_only, files: seen, files_hash, request, .. } in
+                hooks.into_iter().filter(|h| h.declared)
             {
                 jobs.push((plugin, hook));
-                let key = memo.zip(hashes).map(|(generation, (full, stable))| {
+                let keys = memo.zip(hashes).map(|(memo, (full, stable))| {
                     let context = if stable_only { stable } else { full };
-                    call_key(plugin, hook, context, seen.map(|f| f.iter().copied()), tokenizer, generation)
+                    let key = call_key(plugin, hook, context, files_hash, tokenizer);
+                    // Only a hook that sees no clock is kept on disk.
+                    self.call_keys(plugin, ready, key, stable_only, memo)
                 });
-                if let Some(hit) = key.and_then(|k| self.remembered(k)) {
+                if let Some(hit) = keys.and_then(|k| self.remembered(k)) {
                     outcomes.push(Some(hit));
                     continue;
                 }
-                pending.push((outcomes.len(), key));
-                outcomes.push(None);
                 // A stable hook sees no clock: WASI's wall clock reads 1970.
                 let clock = if stable_only { Duration::ZERO } else { now };
-                calls.push(plugin.call(
-                    engine,
-                    &ready.bindings,
-                    &self.agent_dir,
-                    clock,
-                    tokenizer,
-                    plugin.deadline,
-                    request(with_config(ctx, plugin), raw_files(seen.unwrap_or_default().iter().copied())),
-                ));
+                let request = request(with_config(ctx, plugin), raw_files(seen.unwrap_or_default().iter().copied()));
+                pending.push((outcomes.len(), keys, plugin, ready, clock, request));
+                outcomes.push(None);
             }
         }
-        for ((slot, key), outcome) in pending.into_iter().zip(run_calls(engine, calls)) {
-            outcomes[slot] = Some(self.remember(key, outcome));
+        if !pending.is_empty() {
+            let made = match engine::get() {
+                Ok(engine) => {
+                    link_all(pending.iter().map(|p| p.3));
+                    let calls = pending
+                        .iter()
+                        .map(|(_, _, plugin, ready, clock, request)| {
+                            let deadline = plugin.deadline;
+                            plugin.call(engine, ready, &self.agent_dir, *clock, tokenizer, deadline, request.clone())
+                        })
+                        .collect();
+                    run_calls(engine, calls)
+                }
+                Err(e) => pending
+                    .iter()
+                    .map(|_| Outcome {
+                        result: Err(Failure::Host(e.clone())),
+                        logs: Vec::new(),
+                        elapsed: Duration::ZERO,
+                    })
+                    .collect(),
+            };
+            for ((slot, keys, ..), outcome) in pending.into_iter().zip(made) {
+                outcomes[slot] = Some(self.remember(keys, outcome));
+            }
         }
         let counter = crate::assembler::shared_counter(tokenizer);
         let mut sections = Vec::new();
@@ -471,6 +600,24 @@ impl PluginSet {
     }
 }
 
+/// Compiles and links, in parallel, the plugins a build must call that no
+/// call needed before (one at a time when only one is missing).
+fn link_all<'r>(readies: impl Iterator<Item = &'r Ready>) {
+    let mut missing: Vec<&Ready> = readies.filter(|r| r.code.linked.get().is_none()).collect();
+    missing.sort_by_key(|r| Arc::as_ptr(&r.code));
+    missing.dedup_by_key(|r| Arc::as_ptr(&r.code));
+    if missing.len() < 2 {
+        return;
+    }
+    std::thread::scope(|scope| {
+        for ready in missing {
+            scope.spawn(move || {
+                let _ = ready.bindings();
+            });
+        }
+    });
+}
+
 /// What one hook answered when `proem plugin check` called it.
 #[derive(Debug, Clone)]
 pub struct HookProbe {
@@ -496,7 +643,7 @@ impl PluginSet {
             let Ok(ready) = &plugin.state else { continue };
             let info = &ready.info;
             let ctx = with_config(ctx, plugin);
-            let hooks: Vec<(&'static str, bool, Request)> = if ready.bindings.splits_zones() {
+            let hooks: Vec<(&'static str, bool, Request)> = if ready.splits_zones() {
                 vec![
                     ("stable", info.stable, Request::Stable(ctx.clone(), raw.clone())),
                     ("turn", info.turn, Request::Turn(ctx.clone(), Vec::new())),
@@ -515,7 +662,7 @@ impl PluginSet {
                     let now = Duration::from_secs(u64::try_from(ctx.unix_seconds).unwrap_or(0));
                     plugin.call(
                         engine,
-                        &ready.bindings,
+                        ready,
                         &self.agent_dir,
                         now,
                         Tokenizer::O200kBase,
@@ -549,23 +696,66 @@ impl PluginSet {
 }
 
 impl PluginSet {
-    /// A memoised outcome (reported as taking no time: nothing ran).
-    fn remembered(&self, key: u128) -> Option<Outcome> {
-        let memo = self.memo.lock();
-        memo.get(&key).map(|o| Outcome { elapsed: Duration::ZERO, ..o.clone() })
+    /// A memoised outcome, from this process's memo or from disk (reported
+    /// as taking no time: nothing ran).
+    fn remembered(&self, keys: CallKeys) -> Option<Outcome> {
+        if let Some(hit) = self.memo.lock().get(&keys.memory) {
+            return Some(Outcome { elapsed: Duration::ZERO, ..hit.clone() });
+        }
+        let answered: Answered = self.answers.as_ref()?.get(keys.disk?)?;
+        let outcome = Outcome { logs: answered.log_lines(), result: Ok(answered.response), elapsed: Duration::ZERO };
+        self.keep(keys.memory, &outcome);
+        Some(outcome)
     }
 
-    /// Keeps a successful outcome under `key` (failures are not kept: a
+    /// Keeps a successful outcome under its keys (failures are not kept: a
     /// timeout depends on the machine, not on the input).
-    fn remember(&self, key: Option<u128>, outcome: Outcome) -> Outcome {
-        if let (Some(key), Ok(_)) = (key, &outcome.result) {
-            let mut memo = self.memo.lock();
-            if memo.len() >= MEMO_LIMIT {
-                memo.clear();
+    fn remember(&self, keys: Option<CallKeys>, outcome: Outcome) -> Outcome {
+        if let (Some(keys), Ok(response)) = (keys, &outcome.result) {
+            self.keep(keys.memory, &outcome);
+            if let (Some(answers), Some(key)) = (&self.answers, keys.disk) {
+                answers.put(key, &Answered::new(response, &outcome.logs));
             }
-            memo.insert(key, outcome.clone());
         }
         outcome
+    }
+
+    fn keep(&self, key: u128, outcome: &Outcome) {
+        let mut memo = self.memo.lock();
+        if memo.len() >= MEMO_LIMIT {
+            memo.clear();
+        }
+        memo.insert(key, outcome.clone());
+    }
+
+    /// The keys of a call whose [`call_key`] is `key`. A plugin that may
+    /// read the workspace is keyed by it too: by the file check's
+    /// generation in this process, by the workspace's stamp on disk. Kept
+    /// on disk only when `lasting` (the hook sees no clock), there is an
+    /// answers directory and, for such a plugin, a stamp; the disk key
+    /// adds what this process's memo takes as fixed: the binary and the
+    /// limits.
+    fn call_keys(&self, plugin: &LoadedPlugin, ready: &Ready, key: u128, lasting: bool, memo: MemoKeys) -> CallKeys {
+        let reads = plugin.grants.workspace_read;
+        let memory = if reads {
+            let mut h = KeyHasher::default();
+            h.num(key as u64).num((key >> 64) as u64).num(memo.generation);
+            h.finish()
+        } else {
+            key
+        };
+        let stamp = if reads { memo.workspace_stamp.map(Some) } else { Some(None) };
+        let disk = self.answers.as_ref().filter(|_| lasting).zip(stamp).map(|(answers, stamp)| {
+            answers.key(|h| {
+                h.str("hook").num(key as u64).num((key >> 64) as u64).str(&ready.code.wasm.identity);
+                h.num(plugin.memory_bytes as u64).num(plugin.deadline.as_micros() as u64);
+                h.num(plugin.caps.max_bytes as u64).num(plugin.caps.max_items as u64).num(u64::from(reads));
+                if let Some(stamp) = stamp {
+                    h.num(stamp as u64).num((stamp >> 64) as u64);
+                }
+            })
+        });
+        CallKeys { memory, disk }
     }
 }
 
@@ -583,6 +773,8 @@ struct SectionHook<'a> {
     stable_only: bool,
     /// The bootstrap files it sees, if any.
     files: Option<&'a [&'a BootstrapFile]>,
+    /// Their [`files_hash`] when the memo is on.
+    files_hash: Option<u128>,
     /// Its request.
     request: MakeRequest,
 }
@@ -604,31 +796,28 @@ fn only_stable_files(files: Vec<RawFile>) -> Result<Vec<RawFile>, String> {
     }
 }
 
-/// The memo key of a call: everything the plugin can observe. The plugin's
-/// code and limits are fixed for the set's life; `context` is
-/// [`context_hash`] of the build context (the plugin's own config is added
-/// here); `generation` stands for the workspace files and is part of the key
-/// only when the plugin may read them; the tokenizer answers its
-/// `count-tokens` calls; `files` are a bootstrap hook's input.
-fn call_key<'f>(
-    plugin: &LoadedPlugin,
-    hook: &str,
-    context: u128,
-    files: Option<impl ExactSizeIterator<Item = &'f BootstrapFile>>,
-    tokenizer: Tokenizer,
-    generation: u64,
-) -> u128 {
+/// The memo key of a call: everything the plugin can observe but the
+/// workspace (added by [`PluginSet::call_keys`]). The plugin's code and
+/// limits are fixed for the set's life; `context` is [`context_hash`] of the
+/// build context (the plugin's own config is added here); the tokenizer
+/// answers its `count-tokens` calls; `files` is the [`files_hash`] of a
+/// hook's input files.
+fn call_key(plugin: &LoadedPlugin, hook: &str, context: u128, files: Option<u128>, tokenizer: Tokenizer) -> u128 {
     let mut h = KeyHasher::default();
     h.str(&plugin.id).str(hook).str(tokenizer.name()).str(&plugin.config_json);
     h.num(context as u64).num((context >> 64) as u64);
-    if plugin.grants.workspace_read {
-        h.num(generation);
-    }
     if let Some(files) = files {
-        h.num(files.len() as u64);
-        for f in files {
-            h.str(&f.name).opt(f.text.as_deref());
-        }
+        h.num(1).num(files as u64).num((files >> 64) as u64);
+    }
+    h.finish()
+}
+
+/// A hash of bootstrap files (names and texts), for call keys.
+fn files_hash<'f>(files: impl ExactSizeIterator<Item = &'f BootstrapFile>) -> u128 {
+    let mut h = KeyHasher::default();
+    h.num(files.len() as u64);
+    for f in files {
+        h.str(&f.name).opt(f.text.as_deref());
     }
     h.finish()
 }
@@ -714,7 +903,7 @@ fn apply_files(
 }
 
 /// Turns a config entry into a plugin record and its bytes (or why not).
-fn prepare(config: &PluginConfig, agent_dir: &Path) -> (LoadedPlugin, Result<Vec<u8>, String>) {
+fn prepare(config: &PluginConfig, agent_dir: &Path) -> (LoadedPlugin, Result<Wasm, String>) {
     let origin = match (&config.source, &config.path) {
         (Some(source), _) => source.clone(),
         (None, Some(path)) => path.clone(),
@@ -738,17 +927,20 @@ fn prepare(config: &PluginConfig, agent_dir: &Path) -> (LoadedPlugin, Result<Vec
         },
         state: Err("not loaded".into()),
     };
-    let bytes = match (&config.source, &config.path) {
+    let wasm = match (&config.source, &config.path) {
         (Some(source), _) => {
             let name = source.strip_prefix("builtin:").unwrap_or(source);
             builtin::get(name)
-                .map(<[u8]>::to_vec)
+                .map(|bytes| Wasm { bytes: Cow::Borrowed(bytes), identity: format!("builtin:{name}") })
                 .ok_or_else(|| format!("{source}: no such built-in plugin (built-in: {})", builtin::ids().join(", ")))
         }
-        (None, Some(path)) => read_plugin_file(agent_dir, path),
+        (None, Some(path)) => read_plugin_file(agent_dir, path).map(|bytes| Wasm {
+            identity: format!("sha256:{}", crate::assembler::hex(&Sha256::digest(&bytes))),
+            bytes: Cow::Owned(bytes),
+        }),
         (None, None) => Err("no source or path".into()),
     };
-    (plugin, bytes)
+    (plugin, wasm)
 }
 
 /// The largest plugin file proem reads (official plugins are ~150-250 KB).
@@ -779,11 +971,70 @@ fn read_plugin_file(agent_dir: &Path, path: &str) -> Result<Vec<u8>, String> {
     Ok(bytes)
 }
 
-/// Checks, compiles (or loads from cache), pre-instantiates and describes.
-fn compile(plugin: &LoadedPlugin, bytes: &[u8], cache_dir: Option<&Path>, agent_dir: &Path) -> Result<Ready, String> {
-    let api = binary::check(bytes)?;
+/// The key of what `describe` said about `wasm`.
+fn describe_key(answers: &Answers, wasm: &Wasm) -> u128 {
+    answers.key(|h| {
+        h.str("describe").str(&wasm.identity);
+    })
+}
+
+/// A plugin ready to run, from what `describe` said; compiled when a call
+/// needs it.
+fn ready(described: Described, wasm: &Wasm, cache_dir: Option<&Path>) -> Ready {
+    let code = Code {
+        api: described.api,
+        wasm: Wasm { bytes: wasm.bytes.clone(), identity: wasm.identity.clone() },
+        cache_dir: cache_dir.map(Path::to_path_buf),
+        linked: OnceLock::new(),
+    };
+    Ready { info: described.info, code: Arc::new(code) }
+}
+
+/// Checks, compiles (or loads from cache), pre-instantiates and describes,
+/// keeping what `describe` said in `answers`.
+fn open(
+    plugin: &LoadedPlugin,
+    wasm: &Wasm,
+    cache_dir: Option<&Path>,
+    agent_dir: &Path,
+    answers: Option<&Answers>,
+) -> Result<Ready, String> {
+    let api = binary::check(&wasm.bytes)?;
+    let linked = link(&wasm.bytes, &api, cache_dir)?;
     let engine = engine::get()?;
-    let (component, origin) = cache::load_or_compile(&engine.engine, bytes, cache_dir)?;
+    let unready = ready(
+        Described { api: api.clone(), info: PluginInfo::from_plugin("", "", (false, false, false), &[], &api) },
+        wasm,
+        cache_dir,
+    );
+    let _ = unready.code.linked.set(Ok(linked));
+    let describe = plugin.call(
+        engine,
+        &unready,
+        agent_dir,
+        Duration::ZERO,
+        Tokenizer::O200kBase,
+        DESCRIBE_DEADLINE,
+        Request::Info,
+    );
+    let outcome = run_calls(engine, vec![describe]).remove(0);
+    let info = match outcome.result {
+        Ok(Response::Info(info)) => info,
+        Ok(_) => return Err("describe answered with the wrong hook".into()),
+        Err(f) => return Err(format!("describe {}", f.describe())),
+    };
+    let described = Described { api, info };
+    if let Some(answers) = answers {
+        answers.put(describe_key(answers, wasm), &described);
+    }
+    Ok(Ready { info: described.info, code: unready.code })
+}
+
+/// Compiles `wasm` (through the component cache) and pre-instantiates it
+/// with the bindings of its API version.
+fn link(wasm: &[u8], api: &str, cache_dir: Option<&Path>) -> Result<(Bindings, cache::Origin), String> {
+    let engine = engine::get()?;
+    let (component, origin) = cache::load_or_compile(&engine.engine, wasm, cache_dir)?;
     let pre = engine
         .linker
         .instantiate_pre(&component)
@@ -797,20 +1048,5 @@ fn compile(plugin: &LoadedPlugin, bytes: &[u8], cache_dir: Option<&Path>, agent_
         ),
         _ => return Err(format!("API {api} has no bindings in this proem")),
     };
-    let describe = plugin.call(
-        engine,
-        &bindings,
-        agent_dir,
-        Duration::ZERO,
-        Tokenizer::O200kBase,
-        DESCRIBE_DEADLINE,
-        Request::Info,
-    );
-    let outcome = run_calls(engine, vec![describe]).remove(0);
-    let info = match outcome.result {
-        Ok(Response::Info(info)) => info,
-        Ok(_) => return Err("describe answered with the wrong hook".into()),
-        Err(f) => return Err(format!("describe {}", f.describe())),
-    };
-    Ok(Ready { bindings, info, cached: origin == cache::Origin::Cached })
+    Ok((bindings, origin))
 }
