@@ -42,6 +42,8 @@ pub struct Assembler {
     /// The last turn's tools, prepared (with what preparing them reported),
     /// by a hash of the turn's tools.
     prepared_tools: LastValue<(Vec<crate::tools::PromptTool>, Vec<Diagnostic>)>,
+    /// The files as the last render injected them (see `CoreInputs::injected`).
+    injected: LastValue<Vec<crate::bootstrap::InjectedFile>>,
     /// What the workspace gave the last build that read it (files, skills,
     /// the config's tools), valid while the file check's generation is.
     workspace_reads: Lock<Option<WorkspaceRead>>,
@@ -112,6 +114,7 @@ impl Assembler {
             memo: Lock::default(),
             stable_hash: LastValue::default(),
             prepared_tools: LastValue::default(),
+            injected: LastValue::default(),
             workspace_reads: Lock::default(),
         }
     }
@@ -488,6 +491,7 @@ impl Assembler {
             extra,
             provider,
             model,
+            injected: self.caching.workspace_reads.then_some(&self.injected),
         };
 
         let counter = shared_counter(tokenizer);

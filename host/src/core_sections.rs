@@ -6,6 +6,7 @@
 
 use crate::bootstrap::{self, BootstrapFile, FileGroup, InjectedFile};
 use crate::config::{AgentKind, Config, TruncationNotice};
+use crate::memo::{KeyHasher, LastValue};
 use crate::mode::{Mode, SessionKind};
 use crate::report::FileReport;
 use crate::section::{core_key, core_section, ids, Section, SectionKey};
@@ -62,6 +63,10 @@ pub struct CoreInputs<'a> {
     pub provider: Option<String>,
     /// Model id.
     pub model: Option<String>,
+    /// The assembler's memo of the files as injected (capped and
+    /// neutralised), when it keeps one: a turn with a new clock caps the
+    /// same ~90 KB the same way.
+    pub injected: Option<&'a LastValue<Vec<InjectedFile>>>,
 }
 
 /// What the budget stage can turn.
@@ -123,10 +128,34 @@ impl CoreRender {
     }
 }
 
+/// Everything [`bootstrap::inject`] reads: the files, the mode, the file
+/// caps and ratios, the budget stage's tighter caps, the missing-file marker
+/// and the workspace path it names.
+fn injected_key(inputs: &CoreInputs, file_caps: &BTreeMap<String, usize>) -> u128 {
+    let mut h = KeyHasher::default();
+    h.num(inputs.files.len() as u64);
+    for f in &inputs.files {
+        h.str(&f.name).opt(f.text.as_deref());
+    }
+    let b = &inputs.config.budget;
+    h.str(inputs.mode.as_str()).num(b.per_file_chars as u64).num(b.total_file_chars as u64);
+    h.num(b.head_ratio.to_bits()).num(b.tail_ratio.to_bits());
+    h.str(&format!("{:?}", inputs.config.bootstrap.missing_marker)).str(&inputs.workspace_path);
+    h.num(file_caps.len() as u64);
+    for (name, cap) in file_caps {
+        h.str(name).num(*cap as u64);
+    }
+    h.finish()
+}
+
 /// Renders every core section present in `inputs.mode`.
 pub fn render(inputs: &CoreInputs, knobs: &Knobs) -> CoreRender {
     let mode = inputs.mode;
-    let files = bootstrap::inject(&inputs.files, mode, inputs.config, &knobs.file_caps, &inputs.workspace_path);
+    let inject = || bootstrap::inject(&inputs.files, mode, inputs.config, &knobs.file_caps, &inputs.workspace_path);
+    let files = match inputs.injected {
+        Some(memo) => memo.get_or_compute(injected_key(inputs, &knobs.file_caps), inject),
+        None => inject(),
+    };
     let mut truncated = BTreeSet::new();
     let mut bodies: Vec<(&'static str, String)> = Vec::with_capacity(24);
 

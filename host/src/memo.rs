@@ -61,7 +61,8 @@ pub struct Caching {
     /// What the workspace gave the last build (bootstrap files, skills, the
     /// `[tools] file`), reused while the file check shows no change: a turn
     /// with a new clock reads nothing from disk. Needs `builds` (whose file
-    /// check it shares).
+    /// check it shares). Also the files as the last render capped and
+    /// neutralised them, reused for identical files and caps.
     pub workspace_reads: bool,
 }
 

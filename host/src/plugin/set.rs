@@ -285,7 +285,8 @@ impl PluginSet {
                 }
             }
         }
-        let answers = Answers::open(cache_dir);
+        // Identifying this executable costs a stat: only with plugins.
+        let answers = if prepared.is_empty() { None } else { Answers::open(cache_dir) };
         let empty = || PluginSet {
             plugins: Vec::new(),
             agent_dir: agent_dir.to_path_buf(),
