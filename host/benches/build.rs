@@ -15,6 +15,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 fn main() {
+    proem_host::allocator::tune(); // as the proem binary does
     let out_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/proem-bench");
     let cache = out_dir.join("cache");
     std::fs::create_dir_all(&cache).unwrap();

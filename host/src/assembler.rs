@@ -171,7 +171,7 @@ impl Assembler {
         let now = turn.now.unwrap_or_else(|| chrono::Utc::now().fixed_offset());
         let memoised = self.caching.builds || self.caching.plugin_outputs;
         if !memoised {
-            return self.build_fresh(turn, contributed, now, &|| None, None);
+            return self.build_fresh(turn, contributed, now, &|| None, None, None);
         }
         let refresh = || {
             let mut memo = self.memo.lock();
@@ -181,18 +181,19 @@ impl Assembler {
         if !self.caching.builds {
             // Only plugin outputs are memoised: their check need only come
             // before the plugins run, so it overlaps the file reads.
-            return self.build_fresh(turn, contributed, now, &|| Some(refresh()), None);
+            return self.build_fresh(turn, contributed, now, &|| Some(refresh()), None, None);
         }
         // A build memoised under a generation must have read its files after
         // that generation's check: the check comes first.
         let keys = refresh();
         let generation = keys.generation;
-        let key = self.build_key(turn, contributed, now)?;
+        let tools_hash = turn.tools.as_deref().map(tools_hash);
+        let key = self.build_key(turn, contributed, now, tools_hash)?;
         if let Some(built) = self.memo.lock().get(key) {
             return Ok(built.clone());
         }
         let plugin_memo = self.caching.plugin_outputs.then_some(keys);
-        let built = self.build_fresh(turn, contributed, now, &|| plugin_memo, Some(generation))?;
+        let built = self.build_fresh(turn, contributed, now, &|| plugin_memo, Some(generation), tools_hash)?;
         self.memo.lock().put(generation, key, built.clone());
         Ok(built)
     }
@@ -208,7 +209,7 @@ impl Assembler {
             return None;
         }
         let now = turn.now.unwrap_or_else(|| chrono::Utc::now().fixed_offset());
-        let key = self.build_key(turn, &[], now).ok()?;
+        let key = self.build_key(turn, &[], now, turn.tools.as_deref().map(tools_hash)).ok()?;
         self.memo.lock().peek(key).cloned()
     }
 
@@ -241,6 +242,7 @@ impl Assembler {
         turn: &Turn,
         contributed: &[Section],
         now: chrono::DateTime<chrono::FixedOffset>,
+        tools_hash: Option<u128>,
     ) -> Result<u128, ProemError> {
         let mut h = KeyHasher::default();
         let tz = parse_timezone(turn.timezone.as_deref().unwrap_or("UTC"))?;
@@ -262,9 +264,9 @@ impl Assembler {
         for o in &turn.owners {
             h.str(o);
         }
-        match &turn.tools {
+        match tools_hash {
             None => h.num(0),
-            Some(tools) => hash_tools(h.num(1), tools),
+            Some(t) => h.num(1).num(t as u64).num((t >> 64) as u64),
         };
         // Contributed sections are rare and small: their debug form is exact.
         h.str(&format!("{contributed:?}"));
@@ -283,6 +285,7 @@ impl Assembler {
         now: chrono::DateTime<chrono::FixedOffset>,
         plugin_memo: &(dyn Fn() -> Option<MemoKeys> + Sync),
         generation: Option<u64>,
+        tools_hash: Option<u128>,
     ) -> Result<Built, ProemError> {
         let _span = tracing::info_span!("build", agent = %self.workspace.root().display()).entered();
         let config = &self.config;
@@ -329,8 +332,8 @@ impl Assembler {
                 diagnostics.extend(read.notes);
                 let mut tool_notes = Vec::new();
                 let tools = match &turn.tools {
-                    Some(t) => self.prepare_tools(t, &mut tool_notes),
-                    None => self.prepare_tools(&read.config_tools, &mut tool_notes),
+                    Some(t) => self.prepare_tools(t, tools_hash, &mut tool_notes),
+                    None => self.prepare_tools(&read.config_tools, None, &mut tool_notes),
                 };
                 diagnostics.extend(tool_notes);
                 (read.files, read.skills, plugin_memo(), tools)
@@ -349,9 +352,9 @@ impl Assembler {
                     };
                     let mut tool_notes = Vec::new();
                     let tools = match &turn.tools {
-                        Some(t) => Ok(self.prepare_tools(t, &mut tool_notes)),
+                        Some(t) => Ok(self.prepare_tools(t, tools_hash, &mut tool_notes)),
                         None => self.tools_from_config().map(|t| {
-                            let prepared = self.prepare_tools(&t, &mut tool_notes);
+                            let prepared = self.prepare_tools(&t, None, &mut tool_notes);
                             config_tools = t;
                             prepared
                         }),
@@ -620,11 +623,18 @@ impl Assembler {
     }
 
     /// [`tools::prepare`], reusing the last result for the same tools.
-    fn prepare_tools(&self, raw: &[crate::turn::Tool], notes: &mut Vec<Diagnostic>) -> Vec<crate::tools::PromptTool> {
+    /// The cleaned, sorted tools of `raw`, whose [`tools_hash`] the caller
+    /// may already have.
+    fn prepare_tools(
+        &self,
+        raw: &[crate::turn::Tool],
+        hash: Option<u128>,
+        notes: &mut Vec<Diagnostic>,
+    ) -> Vec<crate::tools::PromptTool> {
         if !self.caching.prepared_tools {
             return tools::prepare(raw, notes);
         }
-        let key = hash_tools(&mut KeyHasher::default(), raw).finish();
+        let key = hash.unwrap_or_else(|| tools_hash(raw));
         let (tools, diagnostics) = self.prepared_tools.get_or_compute(key, || {
             let mut diagnostics = Vec::new();
             (tools::prepare(raw, &mut diagnostics), diagnostics)
@@ -661,7 +671,10 @@ impl Assembler {
 
 /// Adds a tool list to `h`: every field, so two lists hash alike only when
 /// they are the same.
-fn hash_tools<'h>(h: &'h mut KeyHasher, tools: &[crate::turn::Tool]) -> &'h mut KeyHasher {
+/// A hash of every field of a tool list (hashed once per build: the build
+/// memo's key and the prepared tools' memo share it).
+fn tools_hash(tools: &[crate::turn::Tool]) -> u128 {
+    let mut h = KeyHasher::default();
     h.num(tools.len() as u64);
     for t in tools {
         h.str(&t.name).str(&t.description);
@@ -670,7 +683,7 @@ fn hash_tools<'h>(h: &'h mut KeyHasher, tools: &[crate::turn::Tool]) -> &'h mut 
             None => h.num(u64::MAX),
         };
     }
-    h
+    h.finish()
 }
 
 /// The turn's value, else the config's, as one safe line; `None` when blank.

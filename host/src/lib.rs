@@ -13,6 +13,7 @@
 //! See `docs/ARCHITECTURE.md` for the path a build takes through the modules.
 #![warn(missing_docs)]
 
+pub mod allocator;
 pub mod assembler;
 pub mod bootstrap;
 pub mod budget;

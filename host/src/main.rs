@@ -255,6 +255,7 @@ fn parse_mode(s: &str) -> Result<Mode, String> {
 }
 
 fn main() -> ExitCode {
+    proem_host::allocator::tune();
     init_logging();
     let cli = Cli::parse();
     match run(cli) {
