@@ -81,6 +81,13 @@ struct Code {
     linked: OnceLock<Result<(Bindings, cache::Origin), String>>,
 }
 
+impl Code {
+    fn bindings(&self) -> Result<&Bindings, String> {
+        let linked = self.linked.get_or_init(|| link(&self.wasm.bytes, &self.api, self.cache_dir.as_deref()));
+        linked.as_ref().map(|(b, _)| b).map_err(Clone::clone)
+    }
+}
+
 /// A plugin binary and what identifies it in keys kept on disk.
 struct Wasm {
     bytes: Cow<'static, [u8]>,
@@ -93,9 +100,7 @@ impl Ready {
     /// The pre-instantiated bindings, compiled (through the component
     /// cache) and linked on first use.
     pub fn bindings(&self) -> Result<&Bindings, String> {
-        let code = &*self.code;
-        let linked = code.linked.get_or_init(|| link(&code.wasm.bytes, &code.api, code.cache_dir.as_deref()));
-        linked.as_ref().map(|(b, _)| b).map_err(Clone::clone)
+        self.code.bindings()
     }
 
     /// Whether the compiled code came from the component cache (`None`
@@ -130,7 +135,7 @@ impl LoadedPlugin {
     fn call(
         &self,
         engine: &'static PluginEngine,
-        ready: &Ready,
+        code: &Code,
         agent_dir: &Path,
         now: Duration,
         tokenizer: Tokenizer,
@@ -146,7 +151,7 @@ impl LoadedPlugin {
             now,
             tokenizer,
         };
-        let bindings = ready.bindings().cloned();
+        let bindings = code.bindings().cloned();
         let limits = CallLimits::for_plugin(deadline, self.caps);
         async move {
             match bindings {
@@ -417,8 +422,15 @@ impl PluginSet {
                     let clock = if split { Duration::ZERO } else { now };
                     let outcome = match engine::get() {
                         Ok(engine) => {
-                            let call =
-                                plugin.call(engine, ready, &self.agent_dir, clock, tokenizer, plugin.deadline, request);
+                            let call = plugin.call(
+                                engine,
+                                &ready.code,
+                                &self.agent_dir,
+                                clock,
+                                tokenizer,
+                                plugin.deadline,
+                                request,
+                            );
                             run_calls(engine, vec![call]).remove(0)
                         }
                         Err(e) => Outcome { result: Err(Failure::Host(e)), logs: Vec::new(), elapsed: Duration::ZERO },
@@ -544,7 +556,15 @@ impl PluginSet {
                         .iter()
                         .map(|(_, _, plugin, ready, clock, request)| {
                             let deadline = plugin.deadline;
-                            plugin.call(engine, ready, &self.agent_dir, *clock, tokenizer, deadline, request.clone())
+                            plugin.call(
+                                engine,
+                                &ready.code,
+                                &self.agent_dir,
+                                *clock,
+                                tokenizer,
+                                deadline,
+                                request.clone(),
+                            )
                         })
                         .collect();
                     run_calls(engine, calls)
@@ -663,7 +683,7 @@ impl PluginSet {
                     let now = Duration::from_secs(u64::try_from(ctx.unix_seconds).unwrap_or(0));
                     plugin.call(
                         engine,
-                        ready,
+                        &ready.code,
                         &self.agent_dir,
                         now,
                         Tokenizer::O200kBase,
@@ -982,13 +1002,17 @@ fn describe_key(answers: &Answers, wasm: &Wasm) -> u128 {
 /// A plugin ready to run, from what `describe` said; compiled when a call
 /// needs it.
 fn ready(described: Described, wasm: &Wasm, cache_dir: Option<&Path>) -> Ready {
-    let code = Code {
-        api: described.api,
+    Ready { info: described.info, code: Arc::new(code(described.api, wasm, cache_dir)) }
+}
+
+/// A binary's code, not compiled yet.
+fn code(api: String, wasm: &Wasm, cache_dir: Option<&Path>) -> Code {
+    Code {
+        api,
         wasm: Wasm { bytes: wasm.bytes.clone(), identity: wasm.identity.clone() },
         cache_dir: cache_dir.map(Path::to_path_buf),
         linked: OnceLock::new(),
-    };
-    Ready { info: described.info, code: Arc::new(code) }
+    }
 }
 
 /// Checks, compiles (or loads from cache), pre-instantiates and describes,
@@ -1001,23 +1025,11 @@ fn open(
     answers: Option<&Answers>,
 ) -> Result<Ready, String> {
     let api = binary::check(&wasm.bytes)?;
-    let linked = link(&wasm.bytes, &api, cache_dir)?;
+    let code = code(api.clone(), wasm, cache_dir);
+    let _ = code.linked.set(Ok(link(&wasm.bytes, &api, cache_dir)?));
     let engine = engine::get()?;
-    let unready = ready(
-        Described { api: api.clone(), info: PluginInfo::from_plugin("", "", (false, false, false), &[], &api) },
-        wasm,
-        cache_dir,
-    );
-    let _ = unready.code.linked.set(Ok(linked));
-    let describe = plugin.call(
-        engine,
-        &unready,
-        agent_dir,
-        Duration::ZERO,
-        Tokenizer::O200kBase,
-        DESCRIBE_DEADLINE,
-        Request::Info,
-    );
+    let describe =
+        plugin.call(engine, &code, agent_dir, Duration::ZERO, Tokenizer::O200kBase, DESCRIBE_DEADLINE, Request::Info);
     let outcome = run_calls(engine, vec![describe]).remove(0);
     let info = match outcome.result {
         Ok(Response::Info(info)) => info,
@@ -1028,7 +1040,7 @@ fn open(
     if let Some(answers) = answers {
         answers.put(describe_key(answers, wasm), &described);
     }
-    Ok(Ready { info: described.info, code: unready.code })
+    Ok(Ready { info: described.info, code: Arc::new(code) })
 }
 
 /// Compiles `wasm` (through the component cache) and pre-instantiates it
