@@ -36,13 +36,8 @@ fn main() {
     }
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("set by cargo"));
     // OUT_DIR is <target>/<profile>/build/<pkg>/out: share one guest build
-    // between debug and release hosts. PROEM_GUEST_TARGET_DIR points a host
-    // built in another target directory (CI's clippy) at the same guests.
-    println!("cargo:rerun-if-env-changed=PROEM_GUEST_TARGET_DIR");
-    let target_dir = match std::env::var_os("PROEM_GUEST_TARGET_DIR") {
-        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
-        _ => out_dir.ancestors().nth(4).unwrap_or(&out_dir).join("proem-guests"),
-    };
+    // between debug and release hosts.
+    let target_dir = out_dir.ancestors().nth(4).unwrap_or(&out_dir).join("proem-guests");
 
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
