@@ -473,15 +473,16 @@ proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig { cases: 24, ..Default::default() })]
     /// One assembler over a run of turns, each with a new clock (the build
     /// memo misses, the workspace and render memos are used), a mode, a
-    /// budget (tight ones make the budget stage cap files further) and
-    /// sometimes an edited file: every build equals one with every cache off.
+    /// budget (tight ones make the budget stage cap files and shorten the
+    /// skills) and sometimes an edited file or skill: every build equals one
+    /// with every cache off.
     #[test]
     fn turns_with_a_new_clock_build_what_an_uncached_build_builds(
         steps in proptest::collection::vec(
             (
                 proptest::sample::select(vec![None, Some("full"), Some("minimal"), Some("task"), Some("none")]),
                 proptest::option::of(900usize..6000),
-                proptest::option::of((0usize..3, "[a-z ]{0,30}", 0usize..4000)),
+                proptest::option::of((0usize..4, "[a-z ]{0,30}", 0usize..4000)),
             ),
             1..6,
         ),
@@ -490,13 +491,23 @@ proptest::proptest! {
         agent.with_standard_files();
         agent.config("[agent]\nid = \"testbot\"\n\n[budget]\nper_file_chars = 1500\ntotal_file_chars = 4000\nhead_ratio = 0.6\ntail_ratio = 0.3\n");
         agent.file("MEMORY.md", &"- a remembered line of memory\n".repeat(120));
+        for i in 0..12 {
+            agent.skill(&format!("skill-{i:02}"), &format!("does thing number {i} {}", "with care ".repeat(i)));
+        }
         let assembler = agent.assembler();
         let mut uncached = agent.assembler();
         uncached.set_caching(Caching::NONE);
         for (i, (mode, budget, edit)) in steps.into_iter().enumerate() {
             if let Some((file, text, len)) = edit {
-                let name = ["SOUL.md", "MEMORY.md", "AGENTS.md"][file];
-                agent.file(name, &format!("{text}\n{}", "x".repeat(len)));
+                match file {
+                    3 => {
+                        agent.skill(&format!("skill-{}", len % 14), &text);
+                    }
+                    _ => {
+                        let name = ["SOUL.md", "MEMORY.md", "AGENTS.md"][file];
+                        agent.file(name, &format!("{text}\n{}", "x".repeat(len)));
+                    }
+                }
             }
             let turn = Turn {
                 now: Some(proem_host::turn::parse_now("2026-11-21T09:30:00Z").unwrap() + chrono::Duration::seconds(i as i64)),

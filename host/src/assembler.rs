@@ -42,11 +42,11 @@ pub struct Assembler {
     /// The last turn's tools, prepared (with what preparing them reported),
     /// by a hash of the turn's tools.
     prepared_tools: LastValue<(Vec<crate::tools::PromptTool>, Vec<Diagnostic>)>,
-    /// The files as the last render injected them (see `CoreInputs::injected`).
-    injected: LastValue<Vec<crate::bootstrap::InjectedFile>>,
+    /// What the last render made of the files and skills (see `RenderMemos`).
+    render_memos: crate::core_sections::RenderMemos,
     /// What the workspace gave the last build that read it (files, skills,
     /// the config's tools), valid while the file check's generation is.
-    workspace_reads: Lock<Option<WorkspaceRead>>,
+    workspace_reads: Lock<Option<std::sync::Arc<WorkspaceRead>>>,
 }
 
 /// Which reads a [`WorkspaceRead`] answers.
@@ -114,7 +114,7 @@ impl Assembler {
             memo: Lock::default(),
             stable_hash: LastValue::default(),
             prepared_tools: LastValue::default(),
-            injected: LastValue::default(),
+            render_memos: Default::default(),
             workspace_reads: Lock::default(),
         }
     }
@@ -326,17 +326,18 @@ impl Assembler {
             with_skills,
             tools_from_config: turn.tools.is_none(),
         });
+        // Shared, not copied: only the files and skills the build owns are cloned.
         let remembered = read_key.and_then(|k| self.workspace_reads.lock().as_ref().filter(|r| r.key == k).cloned());
         let (mut files, skills, plugin_memo, tools) = match remembered {
             Some(read) => {
-                diagnostics.extend(read.notes);
+                diagnostics.extend(read.notes.iter().cloned());
                 let mut tool_notes = Vec::new();
                 let tools = match &turn.tools {
                     Some(t) => self.prepare_tools(t, tools_hash, &mut tool_notes),
                     None => self.prepare_tools(&read.config_tools, None, &mut tool_notes),
                 };
                 diagnostics.extend(tool_notes);
-                (read.files, read.skills, plugin_memo(), tools)
+                (read.files.clone(), read.skills.clone(), plugin_memo(), tools)
             }
             None => {
                 let notes_from = diagnostics.len();
@@ -368,13 +369,13 @@ impl Assembler {
                 let skills = skills::collect(skills_read.into_results(), &config.skills, &mut diagnostics);
                 let (tools, tool_notes) = tools?;
                 if let Some(key) = read_key {
-                    *self.workspace_reads.lock() = Some(WorkspaceRead {
+                    *self.workspace_reads.lock() = Some(std::sync::Arc::new(WorkspaceRead {
                         key,
                         files: files.clone(),
                         skills: skills.clone(),
                         config_tools,
                         notes: diagnostics[notes_from..].to_vec(),
-                    });
+                    }));
                 }
                 diagnostics.extend(tool_notes);
                 (files, skills, plugin_memo, tools)
@@ -494,7 +495,7 @@ impl Assembler {
             extra,
             provider,
             model,
-            injected: self.caching.workspace_reads.then_some(&self.injected),
+            memos: self.caching.workspace_reads.then_some(&self.render_memos),
         };
 
         let counter = shared_counter(tokenizer);

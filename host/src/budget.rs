@@ -36,7 +36,8 @@ const MIN_EXTRA_CHARS: usize = 200;
 /// A prompt that fits.
 #[derive(Debug, Clone)]
 pub struct Fitted {
-    /// The last render of the core sections.
+    /// The last render of the core sections (its sections moved into
+    /// `sections`, merged with the contributed ones).
     pub render: CoreRender,
     /// All sections, in prompt order.
     pub sections: Vec<Section>,
@@ -72,9 +73,10 @@ pub fn fit(
     let mut stable_limit = None;
     let mut protected = None;
     for _ in 0..MAX_STEPS {
-        let render = core_sections::render(inputs, &knobs);
+        let mut render = core_sections::render(inputs, &knobs);
         let kept: Vec<Section> = contributed.iter().filter(|s| !knobs.dropped.contains(&s.key())).cloned().collect();
-        let (sections, merge_notes) = merge(render.sections.clone(), &kept, inputs.mode);
+        // The core sections move into the merge (`Fitted::sections` has them).
+        let (sections, merge_notes) = merge(std::mem::take(&mut render.sections), &kept, inputs.mode);
         let joined = join(&sections);
         let stable_limit = *stable_limit.get_or_insert_with(|| {
             let protected_stable: Vec<Section> =

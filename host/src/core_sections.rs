@@ -15,6 +15,7 @@ use crate::text::{neutralize, one_line};
 use crate::tools::PromptTool;
 use crate::turn::ChatKind;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 /// Everything the core sections are made from, resolved for one build.
 #[derive(Debug, Clone)]
@@ -63,10 +64,19 @@ pub struct CoreInputs<'a> {
     pub provider: Option<String>,
     /// Model id.
     pub model: Option<String>,
-    /// The assembler's memo of the files as injected (capped and
-    /// neutralised), when it keeps one: a turn with a new clock caps the
-    /// same ~90 KB the same way.
-    pub injected: Option<&'a LastValue<Vec<InjectedFile>>>,
+    /// The assembler's render memos, when it keeps them.
+    pub memos: Option<&'a RenderMemos>,
+}
+
+/// What a render reuses from the last one when its inputs are the same: a
+/// turn with a new clock caps the same ~90 KB of files and lists the same
+/// skills the same way. Each is keyed by everything it is made from.
+#[derive(Debug, Default)]
+pub struct RenderMemos {
+    /// The files as injected (capped and neutralised).
+    injected: LastValue<Arc<Vec<InjectedFile>>>,
+    /// The skills section's body.
+    skills: LastValue<String>,
 }
 
 /// What the budget stage can turn.
@@ -105,7 +115,7 @@ pub struct CoreRender {
     /// Ids of sections shortened by a cap or the budget.
     pub truncated: BTreeSet<String>,
     /// The files as injected.
-    pub files: Vec<InjectedFile>,
+    pub files: Arc<Vec<InjectedFile>>,
 }
 
 impl CoreRender {
@@ -148,12 +158,29 @@ fn injected_key(inputs: &CoreInputs, file_caps: &BTreeMap<String, usize>) -> u12
     h.finish()
 }
 
+/// Everything [`skills::render_for`] reads: the mode, every skill, the
+/// pinned names, and the budget stage's form and count.
+fn skills_key(inputs: &CoreInputs, knobs: &Knobs) -> u128 {
+    let mut h = KeyHasher::default();
+    h.str(inputs.mode.as_str()).num(inputs.skills.len() as u64);
+    for s in &inputs.skills {
+        h.str(&s.name).str(&s.description).str(&s.location).num(s.precedence as u64);
+    }
+    h.num(inputs.config.skills.pinned.len() as u64);
+    for p in &inputs.config.skills.pinned {
+        h.str(p);
+    }
+    h.str(&format!("{:?}", knobs.skills_form)).num(knobs.skills_count as u64);
+    h.finish()
+}
+
 /// Renders every core section present in `inputs.mode`.
 pub fn render(inputs: &CoreInputs, knobs: &Knobs) -> CoreRender {
     let mode = inputs.mode;
-    let inject = || bootstrap::inject(&inputs.files, mode, inputs.config, &knobs.file_caps, &inputs.workspace_path);
-    let files = match inputs.injected {
-        Some(memo) => memo.get_or_compute(injected_key(inputs, &knobs.file_caps), inject),
+    let inject =
+        || Arc::new(bootstrap::inject(&inputs.files, mode, inputs.config, &knobs.file_caps, &inputs.workspace_path));
+    let files = match inputs.memos {
+        Some(memos) => memos.injected.get_or_compute(injected_key(inputs, &knobs.file_caps), inject),
         None => inject(),
     };
     let mut truncated = BTreeSet::new();
@@ -202,9 +229,15 @@ pub fn render(inputs: &CoreInputs, knobs: &Knobs) -> CoreRender {
         ids::SAFETY,
         if matches!(mode, Mode::Task | Mode::None) { SAFETY_SLIM } else { SAFETY_FULL }.to_string(),
     ));
+    let skills_body = || {
+        skills::render_for(mode, &inputs.skills, &inputs.config.skills.pinned, knobs.skills_form, knobs.skills_count)
+    };
     bodies.push((
         ids::SKILLS,
-        skills::render_for(mode, &inputs.skills, &inputs.config.skills.pinned, knobs.skills_form, knobs.skills_count),
+        match inputs.memos {
+            Some(memos) => memos.skills.get_or_compute(skills_key(inputs, knobs), skills_body),
+            None => skills_body(),
+        },
     ));
     if knobs.skills_form != SkillsForm::Full || knobs.skills_count < inputs.skills.len() {
         truncated.insert(ids::SKILLS.to_string());
@@ -270,7 +303,7 @@ pub fn render(inputs: &CoreInputs, knobs: &Knobs) -> CoreRender {
         bodies.push((ids::TOOL_PROTOCOL, tool_protocol(&inputs.tools)));
     }
 
-    for f in &files {
+    for f in files.iter() {
         if f.report.truncated {
             truncated.insert(f.group.section_id().to_string());
         }
