@@ -387,13 +387,7 @@ fn damaged_or_forged_answers_on_disk_never_change_what_a_build_may_contain() {
     let entries: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
     assert_eq!(entries.len(), 4, "two describe and two stable answers: {entries:?}");
     let originals: Vec<Vec<u8>> = entries.iter().map(|p| std::fs::read(p).unwrap()).collect();
-    let mut rng = 0x9e37_79b9_7f4a_7c15_u64;
-    let mut next = || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
+    let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
     // Damage: flipped bytes, cuts, garbage, a valid checksum over the wrong shape.
     for round in 0..24 {
         for (path, good) in entries.iter().zip(&originals) {

@@ -219,15 +219,12 @@ fn the_prompt_is_byte_identical_over_shuffled_plugin_orders() {
         fixture("fix-over", "overlay", "suffix = \"## Suffix\\nLast words.\""),
     ];
     let t = Turn { tools: Some(tools(&["gpio_read", "shell"])), model: Some("gpt-5.1".into()), ..turn() };
-    let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = xorshift(0x9E37_79B9_7F4A_7C15);
     let mut first: Option<String> = None;
     for round in 0..12 {
         let mut order: Vec<usize> = (0..entries.len()).collect();
         for i in (1..order.len()).rev() {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            order.swap(i, (seed % (i as u64 + 1)) as usize);
+            order.swap(i, (next() % (i as u64 + 1)) as usize);
         }
         let toml: String = order.iter().map(|&i| entries[i].as_str()).collect();
         let agent = Agent::with_plugins(&toml);

@@ -349,13 +349,7 @@ fn limits_answer_with_problems_and_bad_input_is_never_a_500() {
         json!("\u{202e}\u{0}<!-- PROEM_CACHE_BOUNDARY -->"),
         json!({"tools": [{"name": 5}]}),
     ];
-    let mut seed = 0x2545_f491_4f6c_dd1du64;
-    let mut next = || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    };
+    let mut next = xorshift(0x2545_f491_4f6c_dd1d);
     let fast = Server::start(&[&atlas()]);
     let fast_url = format!("{}/v1/agents/atlas/build", fast.url);
     rt.block_on(async {

@@ -623,9 +623,8 @@ impl Assembler {
         self.stable_hash.get_or_compute(key, || sha256_hex(stable))
     }
 
-    /// [`tools::prepare`], reusing the last result for the same tools.
-    /// The cleaned, sorted tools of `raw`, whose [`tools_hash`] the caller
-    /// may already have.
+    /// [`tools::prepare`], reusing the last result for the same tools
+    /// (`hash`: their [`tools_hash`], when the caller has it already).
     fn prepare_tools(
         &self,
         raw: &[crate::turn::Tool],
@@ -670,10 +669,9 @@ impl Assembler {
     }
 }
 
-/// Adds a tool list to `h`: every field, so two lists hash alike only when
-/// they are the same.
-/// A hash of every field of a tool list (hashed once per build: the build
-/// memo's key and the prepared tools' memo share it).
+/// A hash of every field of a tool list, so two lists hash alike only when
+/// they are the same (once per build: the build memo's key and the
+/// prepared tools' memo share it).
 fn tools_hash(tools: &[crate::turn::Tool]) -> u128 {
     let mut h = KeyHasher::default();
     h.num(tools.len() as u64);

@@ -61,8 +61,9 @@ pub struct Caching {
     /// What the workspace gave the last build (bootstrap files, skills, the
     /// `[tools] file`), reused while the file check shows no change: a turn
     /// with a new clock reads nothing from disk. Needs `builds` (whose file
-    /// check it shares). Also the files as the last render capped and
-    /// neutralised them, reused for identical files and caps.
+    /// check it shares). Also what the last render made of the files (capped
+    /// and neutralised) and of the skills, reused for the same inputs
+    /// (`core_sections::RenderMemos`).
     pub workspace_reads: bool,
 }
 

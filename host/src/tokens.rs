@@ -204,11 +204,7 @@ impl TokenCounter {
             entries.sort_unstable();
             encode_counts(&entries, self.tokenizer)
         };
-        let dir = path.parent().unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir)?;
-        let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-        std::io::Write::write_all(&mut tmp, &bytes)?;
-        tmp.persist(path).map_err(|e| e.error)?;
+        crate::plugin::cache::write_whole(path, &bytes, false)?;
         Ok(true)
     }
 }

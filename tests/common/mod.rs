@@ -223,3 +223,14 @@ pub fn plugin_status(built: &Built, id: &str) -> String {
 pub fn diagnostic<'a>(built: &'a Built, code: &str) -> Option<&'a str> {
     built.diagnostics.iter().find(|d| d.code == code).map(|d| d.message.as_str())
 }
+
+/// A small deterministic generator (xorshift64) for tests that shuffle or
+/// damage things: the same seed gives the same sequence on every run.
+pub fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
+    move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    }
+}

@@ -22,7 +22,7 @@
 //! Entries are files `<key>.answer` under `answers/` in the component cache
 //! directory ([`crate::plugin::cache::default_dir`]), each a magic line with
 //! the xxh3 checksum of its JSON payload: a truncated or corrupt entry is a
-//! miss, never trusted. Writes go to a temporary file renamed into place.
+//! miss, never trusted. Written whole (`cache::write_whole`).
 //! The directory is kept under [`MAX_ENTRIES`]: when a write finds it over,
 //! the older half is removed.
 
@@ -31,7 +31,6 @@ use crate::plugin::call::Response;
 use crate::plugin::hooks::PluginInfo;
 use crate::plugin::sandbox::LogLine;
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -129,10 +128,7 @@ impl Answers {
 
     fn try_put<T: Serialize>(&self, key: u128, value: &T) -> std::io::Result<()> {
         let payload = serde_json::to_vec(value).map_err(std::io::Error::other)?;
-        std::fs::create_dir_all(&self.dir)?;
-        let mut tmp = tempfile::NamedTempFile::new_in(&self.dir)?;
-        tmp.write_all(&encode(&payload))?;
-        tmp.persist(self.path(key)).map_err(|e| e.error)?;
+        crate::plugin::cache::write_whole(&self.path(key), &encode(&payload), false)?;
         self.prune();
         Ok(())
     }

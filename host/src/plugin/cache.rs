@@ -105,11 +105,22 @@ pub fn encode_entry(payload: &[u8]) -> Vec<u8> {
 
 fn write_entry(component: &Component, path: &Path) -> std::io::Result<()> {
     let payload = component.serialize().map_err(|e| std::io::Error::other(e.to_string()))?;
-    let dir = path.parent().expect("entries live in a directory");
+    write_whole(path, &encode_entry(&payload), true)
+}
+
+/// Writes a cache file whole: `bytes` go to a temporary file in the same
+/// directory (created if missing), synced first when `sync`, then renamed
+/// to `path`, so a reader never sees half a file and two writers at once
+/// both leave a whole one. Every file proem keeps in its cache is written
+/// here (compiled components, plugin answers, token counts).
+pub fn write_whole(path: &Path, bytes: &[u8], sync: bool) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    tmp.write_all(&encode_entry(&payload))?;
-    tmp.as_file().sync_data()?;
+    tmp.write_all(bytes)?;
+    if sync {
+        tmp.as_file().sync_data()?;
+    }
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
 }

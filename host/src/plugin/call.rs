@@ -144,6 +144,14 @@ pub struct Outcome {
     pub elapsed: Duration,
 }
 
+impl Outcome {
+    /// A failure on the host's side, before any plugin code ran (it took no
+    /// time).
+    pub fn host_failure(message: String) -> Outcome {
+        Outcome { result: Err(Failure::Host(message)), logs: Vec::new(), elapsed: Duration::ZERO }
+    }
+}
+
 /// Per-call limits.
 #[derive(Debug, Clone, Copy)]
 pub struct CallLimits {

@@ -156,7 +156,7 @@ impl LoadedPlugin {
         async move {
             match bindings {
                 Ok(bindings) => call::call(engine, bindings, sandbox, limits, request).await,
-                Err(e) => Outcome { result: Err(Failure::Host(e)), logs: Vec::new(), elapsed: Duration::ZERO },
+                Err(e) => Outcome::host_failure(e),
             }
         }
     }
@@ -420,21 +420,7 @@ impl PluginSet {
                     let raw = raw_files(&seen);
                     let request = Request::Bootstrap(with_config(ctx, plugin), raw);
                     let clock = if split { Duration::ZERO } else { now };
-                    let outcome = match engine::get() {
-                        Ok(engine) => {
-                            let call = plugin.call(
-                                engine,
-                                &ready.code,
-                                &self.agent_dir,
-                                clock,
-                                tokenizer,
-                                plugin.deadline,
-                                request,
-                            );
-                            run_calls(engine, vec![call]).remove(0)
-                        }
-                        Err(e) => Outcome { result: Err(Failure::Host(e)), logs: Vec::new(), elapsed: Duration::ZERO },
-                    };
+                    let outcome = self.run_jobs(vec![(plugin, ready, clock, request)], tokenizer).remove(0);
                     self.remember(keys, outcome)
                 }
             };
@@ -481,8 +467,9 @@ impl PluginSet {
             files.iter().partition(|f| group_of(&f.name) != FileGroup::Dynamic);
         let mut jobs = Vec::new();
         let mut outcomes: Vec<Option<Outcome>> = Vec::new();
-        // (slot in outcomes, keys, plugin, ready, clock, request) of each call to make.
-        let mut pending = Vec::new();
+        // The calls to make, and (slot in outcomes, keys) of each.
+        let mut jobs_to_run: Vec<Job> = Vec::new();
+        let mut pending: Vec<(usize, Option<CallKeys>)> = Vec::new();
         let hashes = memo.map(|_| {
             let stable = stable_context_hash(ctx);
             (context_hash(ctx, stable), stable)
@@ -544,41 +531,14 @@ impl PluginSet {
                 // A stable hook sees no clock: WASI's wall clock reads 1970.
                 let clock = if stable_only { Duration::ZERO } else { now };
                 let request = request(with_config(ctx, plugin), raw_files(seen.unwrap_or_default().iter().copied()));
-                pending.push((outcomes.len(), keys, plugin, ready, clock, request));
+                jobs_to_run.push((plugin, ready, clock, request));
+                pending.push((outcomes.len(), keys));
                 outcomes.push(None);
             }
         }
         if !pending.is_empty() {
-            let made = match engine::get() {
-                Ok(engine) => {
-                    link_all(pending.iter().map(|p| p.3));
-                    let calls = pending
-                        .iter()
-                        .map(|(_, _, plugin, ready, clock, request)| {
-                            let deadline = plugin.deadline;
-                            plugin.call(
-                                engine,
-                                &ready.code,
-                                &self.agent_dir,
-                                *clock,
-                                tokenizer,
-                                deadline,
-                                request.clone(),
-                            )
-                        })
-                        .collect();
-                    run_calls(engine, calls)
-                }
-                Err(e) => pending
-                    .iter()
-                    .map(|_| Outcome {
-                        result: Err(Failure::Host(e.clone())),
-                        logs: Vec::new(),
-                        elapsed: Duration::ZERO,
-                    })
-                    .collect(),
-            };
-            for ((slot, keys, ..), outcome) in pending.into_iter().zip(made) {
+            let made = self.run_jobs(jobs_to_run, tokenizer);
+            for ((slot, keys), outcome) in pending.into_iter().zip(made) {
                 outcomes[slot] = Some(self.remember(keys, outcome));
             }
         }
@@ -618,6 +578,30 @@ impl PluginSet {
         }
         hooks::dedupe_overlay_blocks(&mut sections, &mut run.diagnostics);
         Ok(sections)
+    }
+}
+
+/// One call to make: the plugin, its loaded state, the clock it sees and
+/// its request.
+type Job<'p> = (&'p LoadedPlugin, &'p Ready, Duration, Request);
+
+impl PluginSet {
+    /// Makes `jobs` concurrently and returns their outcomes in order,
+    /// compiling first (in parallel) the plugins no call needed yet. When
+    /// the wasm engine cannot start, each fails with its reason.
+    fn run_jobs(&self, jobs: Vec<Job<'_>>, tokenizer: Tokenizer) -> Vec<Outcome> {
+        let engine = match engine::get() {
+            Ok(engine) => engine,
+            Err(e) => return jobs.iter().map(|_| Outcome::host_failure(e.clone())).collect(),
+        };
+        link_all(jobs.iter().map(|job| job.1));
+        let calls = jobs
+            .into_iter()
+            .map(|(plugin, ready, clock, request)| {
+                plugin.call(engine, &ready.code, &self.agent_dir, clock, tokenizer, plugin.deadline, request)
+            })
+            .collect();
+        run_calls(engine, calls)
     }
 }
 
@@ -886,11 +870,7 @@ where
         .run_all(calls)
         .into_iter()
         .map(|outcome| {
-            outcome.unwrap_or_else(|| Outcome {
-                result: Err(Failure::Host("the plugin task ended without an answer".into())),
-                logs: Vec::new(),
-                elapsed: Duration::ZERO,
-            })
+            outcome.unwrap_or_else(|| Outcome::host_failure("the plugin task ended without an answer".into()))
         })
         .collect()
 }

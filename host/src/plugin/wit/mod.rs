@@ -38,10 +38,3 @@ pub enum Bindings {
     /// proem:plugin@0.2.x
     V0_2(v0_2::PluginPre<crate::plugin::sandbox::State>),
 }
-
-impl Bindings {
-    /// Whether the plugin speaks 0.2 or later (stable and turn hooks).
-    pub fn splits_zones(&self) -> bool {
-        !matches!(self, Bindings::V0_1(_))
-    }
-}
