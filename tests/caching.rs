@@ -520,3 +520,114 @@ proptest::proptest! {
         }
     }
 }
+
+/// A build as a JSON value without the plugins' timings (the one field a
+/// cache may change).
+fn comparable(built: &proem_host::Built) -> serde_json::Value {
+    let mut v = serde_json::to_value(built).unwrap();
+    for p in v["plugins"].as_array_mut().into_iter().flatten() {
+        p["elapsed_us"] = 0.into();
+    }
+    v
+}
+
+/// Changes one field of `turn`, picked by `field`, to a value picked by
+/// `pick`: the turns of [`turns_that_change_any_field_build_what_an_uncached_build_builds`].
+fn change_one_field(turn: &mut Turn, field: u8, pick: usize) {
+    fn one<T: Clone>(values: &[T], pick: usize) -> T {
+        values[pick % values.len()].clone()
+    }
+    let some = |s: &str| Some(s.to_string());
+    match field % 15 {
+        0 => {
+            turn.mode = one(&[None, Some("full"), Some("minimal"), Some("task"), Some("none")], pick)
+                .map(|m| m.parse().unwrap())
+        }
+        1 => {
+            turn.session_key = one(
+                &[None, some("agent:testbot:main"), some("agent:testbot:heartbeat"), some("agent:testbot:subagent:x1")],
+                pick,
+            )
+        }
+        2 => turn.heartbeat = pick.is_multiple_of(2),
+        3 => turn.replies_optional = pick.is_multiple_of(2),
+        4 => {
+            turn.owners = one(&[vec![], vec!["ana"], vec!["ana", "bo"], vec!["<b>zed</b>", "ana"]], pick)
+                .iter()
+                .map(|o| o.to_string())
+                .collect()
+        }
+        5 => {
+            // Which tools (names only change).
+            let names = [
+                "exec",
+                "sessions_spawn",
+                "memory_search",
+                "mcp__github__issues",
+                "Read",
+                "gpio_write",
+                "web_fetch",
+                "cron_add",
+            ];
+            turn.tools = (!pick.is_multiple_of(9))
+                .then(|| names.iter().enumerate().filter(|(i, _)| pick >> i & 1 == 1).map(|(_, n)| tool(n)).collect());
+        }
+        6 => {
+            // The same tools described otherwise (names unchanged).
+            for t in turn.tools.iter_mut().flatten() {
+                t.description = format!("Does {} (take {}).", t.name, pick % 3);
+                t.parameters = Some(
+                    serde_json::json!({"type": "object", "properties": {"n": {"type": "integer", "maximum": pick % 4}}}),
+                );
+            }
+        }
+        7 => turn.channel = one(&[None, some("telegram"), some("slack"), some("irc"), some("Web Chat")], pick),
+        8 => {
+            turn.chat_kind = one(&[None, Some(proem_host::ChatKind::Group), Some(proem_host::ChatKind::Direct)], pick);
+            turn.group_title = one(&[None, some("Crew <\"one\">"), some("Lab")], pick / 3);
+        }
+        9 => turn.extra = one(&[None, some("Answer in French."), some("x".repeat(pick % 400).as_str())], pick),
+        10 => turn.model = one(&[None, some("gpt-5.1"), some("claude-sonnet-4")], pick),
+        11 => turn.thinking = one(&[None, some("low"), some("high")], pick),
+        12 => turn.now = turn.now.map(|t| t + chrono::Duration::seconds((pick % (200 * 86_400)) as i64 + 1)),
+        13 => {
+            turn.timezone =
+                one(&[None, some("UTC"), some("Europe/Berlin"), some("America/New_York"), some("Asia/Kolkata")], pick)
+        }
+        _ => turn.budget = one(&[None, Some(1500), Some(2500), Some(4000), Some(9000)], pick),
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 32, ..Default::default() })]
+    /// One assembler with plugins over a run of turns, each changing one
+    /// field of the last (so a field a memo's key missed shows as a stale
+    /// section instead of hiding behind another change): every build,
+    /// report included, equals one with every cache off.
+    #[test]
+    fn turns_that_change_any_field_build_what_an_uncached_build_builds(
+        changes in proptest::collection::vec((0u8..15, 0usize..1 << 20), 1..12),
+    ) {
+        let agent = Agent::with_plugins(&(builtin("hardware-access", "") + &builtin("gpt5-overlay", "")));
+        agent.file("MEMORY.md", &"- a remembered line of memory\n".repeat(60));
+        agent.file("USER.md", "# User\nLikes short answers.");
+        for i in 0..6 {
+            agent.skill(&format!("skill-{i:02}"), &format!("does thing number {i}"));
+        }
+        let assembler = agent.assembler();
+        let mut uncached = agent.assembler();
+        uncached.set_caching(Caching::NONE);
+        let mut turn = Turn { now: Some(proem_host::turn::parse_now("2026-03-07T22:30:00Z").unwrap()), ..Turn::default() };
+        for (i, (field, pick)) in changes.into_iter().enumerate() {
+            change_one_field(&mut turn, field, pick);
+            match (assembler.build(&turn), uncached.build(&turn)) {
+                (Ok(built), Ok(expected)) => {
+                    proptest::prop_assert_eq!(comparable(&built), comparable(&expected), "step {}", i);
+                    proptest::prop_assert_eq!(&built.stable_hash, &expected.stable_hash, "step {}", i);
+                }
+                (Err(a), Err(b)) => proptest::prop_assert_eq!(a.to_string(), b.to_string()),
+                (a, b) => proptest::prop_assert!(false, "step {i}: {:?} vs {:?}", a.map(|b| b.prompt), b.map(|b| b.prompt)),
+            }
+        }
+    }
+}

@@ -8,7 +8,7 @@
 use crate::bootstrap::{self, OPTIONAL_FILES, STANDARD_FILES};
 use crate::budget;
 use crate::config::{config_path, Config};
-use crate::core_sections::CoreInputs;
+use crate::core_sections::{CoreInputs, StableInputs, TurnInputs};
 use crate::error::ProemError;
 use crate::memo::{BuildMemo, Caching, KeyHasher, LastValue, Snapshot};
 use crate::mode::{resolve_mode, Mode, SessionKind};
@@ -23,6 +23,7 @@ use crate::tools;
 use crate::turn::{parse_timezone, parse_tools, ChatKind, Turn};
 use crate::workspace::{Unavailable, Workspace};
 use sha2::{Digest, Sha256};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -42,12 +43,19 @@ pub struct Assembler {
     /// The last turn's tools, prepared (with what preparing them reported),
     /// by a hash of the turn's tools.
     prepared_tools: LastValue<(Vec<crate::tools::PromptTool>, Vec<Diagnostic>)>,
+    /// Characters of recent section bodies, by their xxh3-128 (the report's
+    /// `chars` is a pass over ~90 KB of its own). Cleared at
+    /// [`SECTION_CHARS_LIMIT`] entries; kept unless token counts are off.
+    section_chars: Lock<HashMap<u128, usize>>,
     /// What the last render made of the files and skills (see `RenderMemos`).
     render_memos: crate::core_sections::RenderMemos,
     /// What the workspace gave the last build that read it (files, skills,
     /// the config's tools), valid while the file check's generation is.
     workspace_reads: Lock<Option<std::sync::Arc<WorkspaceRead>>>,
 }
+
+/// Section bodies whose characters [`Assembler::section_chars`] keeps.
+const SECTION_CHARS_LIMIT: usize = 1024;
 
 /// Which reads a [`WorkspaceRead`] answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,6 +113,7 @@ impl Assembler {
         plugins: PluginSet,
     ) -> Assembler {
         Assembler {
+            render_memos: crate::core_sections::RenderMemos::for_config(&config),
             workspace,
             config,
             config_file,
@@ -114,7 +123,7 @@ impl Assembler {
             memo: Lock::default(),
             stable_hash: LastValue::default(),
             prepared_tools: LastValue::default(),
-            render_memos: Default::default(),
+            section_chars: Lock::default(),
             workspace_reads: Lock::default(),
         }
     }
@@ -457,9 +466,7 @@ impl Assembler {
         owners.sort();
         owners.dedup();
 
-        let inputs = CoreInputs {
-            mode,
-            session,
+        let turn_inputs = TurnInputs {
             replies_optional: turn.replies_optional,
             thinking: turn
                 .thinking
@@ -468,25 +475,6 @@ impl Assembler {
                 .map(|t| one_line(t, 24).to_lowercase())
                 .filter(|t| !t.is_empty()),
             zone_abbreviation: zone_abbreviation(&now),
-            agent_name: config
-                .agent
-                .name
-                .as_deref()
-                .map(|n| one_line(n, 64))
-                .filter(|n| !n.is_empty())
-                .unwrap_or_else(|| agent_id.clone()),
-            agent_id,
-            kind: config.agent.kind,
-            config,
-            files,
-            skills,
-            tools,
-            workspace_path: if config.sandbox.enabled {
-                one_line(&config.sandbox.workdir, 200)
-            } else {
-                one_line(&self.workspace.root().display().to_string(), 400)
-            },
-            owners,
             date: now.format("%Y-%m-%d (%A)").to_string(),
             timezone: tz.name().to_string(),
             channel,
@@ -495,7 +483,33 @@ impl Assembler {
             extra,
             provider,
             model,
-            memos: self.caching.workspace_reads.then_some(&self.render_memos),
+        };
+        let inputs = CoreInputs {
+            stable: StableInputs {
+                mode,
+                session,
+                agent_name: config
+                    .agent
+                    .name
+                    .as_deref()
+                    .map(|n| one_line(n, 64))
+                    .filter(|n| !n.is_empty())
+                    .unwrap_or_else(|| agent_id.clone()),
+                agent_id,
+                kind: config.agent.kind,
+                config,
+                files,
+                skills,
+                tools,
+                workspace_path: if config.sandbox.enabled {
+                    one_line(&config.sandbox.workdir, 200)
+                } else {
+                    one_line(&self.workspace.root().display().to_string(), 400)
+                },
+                owners,
+                memos: self.caching.workspace_reads.then_some(&self.render_memos),
+            },
+            turn: turn_inputs,
         };
 
         let counter = shared_counter(tokenizer);
@@ -575,32 +589,35 @@ impl Assembler {
         let sections = fitted
             .sections
             .iter()
-            .map(|s| SectionReport {
-                id: s.id.clone(),
-                source: s.source.to_string(),
-                zone: s.zone,
-                chars: crate::text::char_len(&s.body),
-                tokens: counter.count(&s.body),
-                truncated: (s.source == crate::section::Source::Core && fitted.render.truncated.contains(&s.id))
-                    || run.capped.contains(&s.key()),
-                body_hash: xxhash_rust::xxh3::xxh3_64(s.body.as_bytes()),
+            .map(|s| {
+                let (tokens, hash) = counter.count_hashed(&s.body);
+                SectionReport {
+                    id: s.id.clone(),
+                    source: s.source.to_string(),
+                    zone: s.zone,
+                    chars: self.section_chars(&s.body, hash),
+                    tokens,
+                    truncated: (s.source == crate::section::Source::Core && fitted.render.truncated.contains(&s.id))
+                        || run.capped.contains(&s.key()),
+                    body_hash: hash as u64,
+                }
             })
             .collect();
         let joined = fitted.joined;
         let tokens = TokenReport {
             total: fitted.total_tokens,
-            stable: counter.count(&joined.stable),
+            stable: fitted.stable_tokens,
             dynamic: counter.count(&joined.dynamic),
             budget: budget_tokens,
             tool_schemas: if config.tools.native_calling {
-                counter.count(&native_tool_schemas(&inputs.tools))
+                counter.count(&native_tool_schemas(&inputs.stable.tools))
             } else {
                 0
             },
         };
         save_counts(counter);
         Ok(Built {
-            stable_hash: self.stable_hash(&joined.stable),
+            stable_hash: self.stable_hash(&joined.stable, fitted.stable_xxh3),
             prompt: joined.prompt,
             stable: joined.stable,
             dynamic: joined.dynamic,
@@ -615,12 +632,30 @@ impl Assembler {
         })
     }
 
-    fn stable_hash(&self, stable: &str) -> String {
+    /// Characters of a section `body` whose xxh3-128 is `hash`.
+    fn section_chars(&self, body: &str, hash: u128) -> usize {
+        if !self.caching.token_counts {
+            return crate::text::char_len(body);
+        }
+        if let Some(chars) = self.section_chars.lock().get(&hash) {
+            return *chars;
+        }
+        let chars = crate::text::char_len(body);
+        let mut memo = self.section_chars.lock();
+        if memo.len() >= SECTION_CHARS_LIMIT {
+            memo.clear();
+        }
+        memo.insert(hash, chars);
+        chars
+    }
+
+    /// The SHA-256 of the stable part, by its xxh3-128 (`xxh3`) when the
+    /// token counts are kept.
+    fn stable_hash(&self, stable: &str, xxh3: u128) -> String {
         if !self.caching.token_counts {
             return sha256_hex(stable);
         }
-        let key = xxhash_rust::xxh3::xxh3_128(stable.as_bytes());
-        self.stable_hash.get_or_compute(key, || sha256_hex(stable))
+        self.stable_hash.get_or_compute(xxh3, || sha256_hex(stable))
     }
 
     /// [`tools::prepare`], reusing the last result for the same tools

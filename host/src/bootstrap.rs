@@ -12,6 +12,7 @@ use crate::text::{char_len, neutralize_cow, one_line, xml_escape};
 use crate::truncate::head_tail;
 use crate::workspace::{strip_front_matter, Unavailable, Workspace};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// The standard files, in load order.
 pub const STANDARD_FILES: [&str; 8] =
@@ -28,14 +29,49 @@ const MEMORY_FILES: [&str; 3] = ["MEMORY.md", "memory.md", "MEMORY.json"];
 /// Below this many characters left in the total file cap, no further file is injected.
 pub const MIN_REMAINING_CHARS: usize = 64;
 
-/// One loaded (or missing) bootstrap file.
+/// One loaded (or missing) bootstrap file. Its text is shared (copying a
+/// list of files copies no text) and hashed once, when the file is made:
+/// the render memos and the plugins' call keys take a list of files by
+/// names and hashes instead of hashing ~90 KB of text on every build.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BootstrapFile {
     /// Workspace-relative name.
     pub name: String,
     /// Its text (normalised, front matter stripped, trailing space trimmed),
     /// or `None` when it is missing or could not be read.
-    pub text: Option<String>,
+    text: Option<Arc<str>>,
+    /// xxh3-128 of `text` (a fixed value for a missing file).
+    text_hash: u128,
+    /// Characters of `text` (0 for a missing file).
+    chars: usize,
+}
+
+impl BootstrapFile {
+    /// A file named `name` with `text` (`None`: missing or unreadable).
+    pub fn new(name: impl Into<String>, text: Option<String>) -> BootstrapFile {
+        let text_hash = match &text {
+            Some(t) => xxhash_rust::xxh3::xxh3_128(t.as_bytes()),
+            None => u128::MAX,
+        };
+        let chars = text.as_deref().map(char_len).unwrap_or(0);
+        BootstrapFile { name: name.into(), text: text.map(Arc::from), text_hash, chars }
+    }
+
+    /// Its text; `None` when missing or unreadable.
+    pub fn text(&self) -> Option<&str> {
+        self.text.as_deref()
+    }
+
+    /// A hash of [`BootstrapFile::text`], made with the file.
+    pub fn text_hash(&self) -> u128 {
+        self.text_hash
+    }
+
+    /// Characters of [`BootstrapFile::text`] (0 when missing), counted with
+    /// the file.
+    pub fn chars(&self) -> usize {
+        self.chars
+    }
 }
 
 /// Where a file is rendered.
@@ -163,7 +199,7 @@ pub fn load(
                 None
             }
         };
-        files.push(BootstrapFile { name: shown_name, text });
+        files.push(BootstrapFile::new(shown_name, text));
     }
     files
 }
@@ -219,9 +255,9 @@ pub fn inject(
             source: WORKSPACE_SOURCE.into(),
         };
         let mut text = String::new();
-        if let Some(raw) = &file.text {
+        if let Some(raw) = file.text() {
             let safe = neutralize_cow(raw);
-            report.raw_chars = char_len(raw);
+            report.raw_chars = file.chars();
             let mut cap = b.per_file_chars.min(remaining);
             if let Some(o) = overrides.get(&file.name) {
                 cap = cap.min(*o);
@@ -282,7 +318,22 @@ mod tests {
     use super::*;
 
     fn file(name: &str, len: usize) -> BootstrapFile {
-        BootstrapFile { name: name.into(), text: Some("x".repeat(len)) }
+        BootstrapFile::new(name, Some("x".repeat(len)))
+    }
+
+    #[test]
+    fn a_file_carries_the_hash_and_characters_of_its_text() {
+        let texts = [Some(String::new()), Some("héllo 🌍\nwörld".into()), Some("x".repeat(5000)), None];
+        for text in texts {
+            let f = BootstrapFile::new("A.md", text.clone());
+            assert_eq!(f.text(), text.as_deref());
+            assert_eq!(f.chars(), text.as_deref().map(|t| t.chars().count()).unwrap_or(0));
+            match text.as_deref() {
+                Some(t) => assert_eq!(f.text_hash(), xxhash_rust::xxh3::xxh3_128(t.as_bytes())),
+                None => assert_ne!(f.text_hash(), xxhash_rust::xxh3::xxh3_128(b""), "missing differs from empty"),
+            }
+            assert_eq!(f.clone(), f, "a copy shares the text and is equal");
+        }
     }
 
     #[test]

@@ -45,6 +45,10 @@ pub struct Fitted {
     pub joined: Joined,
     /// Exact tokens of `joined.prompt`.
     pub total_tokens: usize,
+    /// Exact tokens of `joined.stable`.
+    pub stable_tokens: usize,
+    /// xxh3-128 of `joined.stable` (the counter's key for it).
+    pub stable_xxh3: u128,
     /// The knobs that made it fit.
     pub knobs: Knobs,
 }
@@ -76,23 +80,23 @@ pub fn fit(
         let mut render = core_sections::render(inputs, &knobs);
         let kept: Vec<Section> = contributed.iter().filter(|s| !knobs.dropped.contains(&s.key())).cloned().collect();
         // The core sections move into the merge (`Fitted::sections` has them).
-        let (sections, merge_notes) = merge(std::mem::take(&mut render.sections), &kept, inputs.mode);
+        let (sections, merge_notes) = merge(std::mem::take(&mut render.sections), &kept, inputs.stable.mode);
         let joined = join(&sections);
         let stable_limit = *stable_limit.get_or_insert_with(|| {
             let protected_stable: Vec<Section> =
                 sections.iter().filter(|s| s.protected && s.zone == Zone::Stable).cloned().collect();
             let protected_stable = counter.count(&join(&protected_stable).stable);
-            stable_budget(budget, inputs.config.budget.dynamic_reserve, protected_stable)
+            stable_budget(budget, inputs.stable.config.budget.dynamic_reserve, protected_stable)
         });
         // The skills section's own cap ([skills] max_tokens), before the rest.
-        if let Some(cap) = inputs.config.skills.max_tokens {
+        if let Some(cap) = inputs.stable.config.skills.max_tokens {
             let skills = sections.iter().find(|s| s.cut_class() == Some(CutClass::Skills));
             if let Some(over) = skills.map(|s| counter.count(&s.body)).filter(|t| *t > cap).map(|t| t - cap) {
                 turn_skills_knob(&sections, &mut knobs, over, counter);
                 continue;
             }
         }
-        let stable_tokens = counter.count(&joined.stable);
+        let (stable_tokens, stable_xxh3) = counter.count_hashed(&joined.stable);
         if stable_tokens > stable_limit {
             if turn_one_knob(
                 Zone::Stable,
@@ -111,7 +115,7 @@ pub fn fit(
         if total <= budget {
             diagnostics.extend(merge_notes);
             report_cuts(inputs, contributed, &untouched, &knobs, diagnostics);
-            return Ok(Fitted { render, sections, joined, total_tokens: total, knobs });
+            return Ok(Fitted { render, sections, joined, total_tokens: total, stable_tokens, stable_xxh3, knobs });
         }
         let needed = *protected.get_or_insert_with(|| protected_tokens(&sections, counter));
         if needed > budget {
@@ -124,7 +128,7 @@ pub fn fit(
     // Every optional section is gone and it still does not fit: the stable
     // part as fitted plus the protected dynamic sections is what it needs.
     let render = core_sections::render(inputs, &knobs);
-    let (sections, _) = merge(render.sections, &[], inputs.mode);
+    let (sections, _) = merge(render.sections, &[], inputs.stable.mode);
     let kept: Vec<Section> = sections.into_iter().filter(|s| s.zone == Zone::Stable || s.protected).collect();
     let needed = counter.count(&join(&kept).prompt).max(protected_tokens(&kept, counter));
     Err(ProemError::BudgetTooSmall { needed, budget, over: needed.saturating_sub(budget) })
@@ -158,7 +162,7 @@ fn turn_one_knob(
 
     if let Some(extra) = present(CutClass::ExtraContext).next() {
         let tokens = counter.count(&extra.body).max(1);
-        let full = inputs.extra.as_deref().map(crate::text::char_len).unwrap_or(0);
+        let full = inputs.turn.extra.as_deref().map(crate::text::char_len).unwrap_or(0);
         let current = knobs.extra_chars.unwrap_or(full).min(full);
         let keep = (current as f64 * (tokens.saturating_sub(excess + 32)) as f64 / tokens as f64) as usize;
         if tokens > excess + 32 && keep >= MIN_EXTRA_CHARS && keep < current {
@@ -231,7 +235,7 @@ fn report_cuts(
             format!("the extra prompt was shortened to its first {n} characters to fit the token budget"),
         ));
     }
-    let total = inputs.skills.len();
+    let total = inputs.stable.skills.len();
     if knobs.dropped.contains(&core_key(ids::SKILLS)) {
         diagnostics.push(Diagnostic::warn(
             "budget_skills_dropped",

@@ -97,8 +97,9 @@ pub struct Joined {
 /// author wrote.
 pub fn join(sections: &[Section]) -> Joined {
     let part = |zone: Zone| {
-        let mut out = String::new();
-        for s in sections.iter().filter(|s| s.zone == zone) {
+        let in_zone = || sections.iter().filter(|s| s.zone == zone);
+        let mut out = String::with_capacity(in_zone().map(|s| s.body.len() + 2).sum());
+        for s in in_zone() {
             if !out.is_empty() {
                 out.push_str("\n\n");
             }
@@ -112,7 +113,10 @@ pub fn join(sections: &[Section]) -> Joined {
     };
     let stable = part(Zone::Stable);
     let dynamic = part(Zone::Dynamic);
-    let prompt = format!("{stable}\n{BOUNDARY_MARKER}\n{dynamic}");
+    let mut prompt = String::with_capacity(stable.len() + BOUNDARY_MARKER.len() + dynamic.len() + 2);
+    for piece in [stable.as_str(), "\n", BOUNDARY_MARKER, "\n", dynamic.as_str()] {
+        prompt.push_str(piece);
+    }
     Joined { stable, dynamic, prompt }
 }
 

@@ -76,7 +76,8 @@ pub struct SectionReport {
     pub tokens: usize,
     /// Whether the budget (or a cap) shortened it.
     pub truncated: bool,
-    /// xxh3 of its body, to tell which section changed between two builds
+    /// xxh3 of its body (the low half of its xxh3-128), to tell which
+    /// section changed between two builds
     /// (`proem serve`'s compare view; not part of the JSON contract).
     #[serde(skip)]
     pub body_hash: u64,

@@ -112,10 +112,20 @@ impl TokenCounter {
     /// so concurrent callers (plugins' `count-tokens`) do not queue behind a
     /// long text.
     pub fn count(&self, text: &str) -> usize {
+        self.count_hashed(text).0
+    }
+
+    /// [`TokenCounter::count`], with the xxh3-128 of `text` it looked the
+    /// count up by: a caller that needs both hashes the text once.
+    pub fn count_hashed(&self, text: &str) -> (usize, u128) {
+        let whole = xxh3_128(text.as_bytes());
+        (self.count_with_hash(text, whole), whole)
+    }
+
+    fn count_with_hash(&self, text: &str, whole: u128) -> usize {
         if text.is_empty() {
             return 0;
         }
-        let whole = xxh3_128(text.as_bytes());
         let enabled = {
             let memo = self.memo.lock();
             if memo.enabled {
@@ -413,6 +423,17 @@ fn decode_counts(data: &[u8], tokenizer: Tokenizer) -> Option<Vec<(u128, u32)>> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn count_hashed_is_the_count_and_the_xxh3_of_the_text() {
+        let counter = TokenCounter::new(Tokenizer::O200kBase);
+        for text in ["", "hello world", "## Tooling\n- exec: runs\n\nnext paragraph", &"héllo wörld. ".repeat(500)] {
+            let (count, hash) = counter.count_hashed(text);
+            assert_eq!(count, counter.count(text));
+            assert_eq!(count, Tokenizer::O200kBase.bpe().encode_ordinary(text).len());
+            assert_eq!(hash, xxh3_128(text.as_bytes()));
+        }
+    }
 
     #[test]
     fn model_to_tokenizer() {

@@ -124,7 +124,7 @@ fn run(path: &Path, text: &mut String) -> Result<usize, String> {
 }
 
 fn sample_files() -> Vec<crate::bootstrap::BootstrapFile> {
-    let file = |name: &str, text: &str| crate::bootstrap::BootstrapFile { name: name.into(), text: Some(text.into()) };
+    let file = |name: &str, text: &str| crate::bootstrap::BootstrapFile::new(name, Some(text.into()));
     vec![file("AGENTS.md", "# Agents\nWork carefully."), file("SOUL.md", "# Soul\nCalm and precise.")]
 }
 
@@ -132,7 +132,7 @@ fn sample_files() -> Vec<crate::bootstrap::BootstrapFile> {
 /// what the report says about the plugin as problems.
 fn sample_build(dir: &Path, files: &[crate::bootstrap::BootstrapFile]) -> Vec<String> {
     for f in files {
-        let _ = std::fs::write(dir.join(&f.name), f.text.as_deref().unwrap_or(""));
+        let _ = std::fs::write(dir.join(&f.name), f.text().unwrap_or(""));
     }
     let toml = "[[plugins]]\nid = \"checked\"\npath = \"plugin.wasm\"\n";
     if std::fs::write(dir.join("proem.toml"), toml).is_err() {

@@ -785,7 +785,7 @@ struct SectionHook<'a> {
 }
 
 fn raw_files<'f>(files: impl IntoIterator<Item = &'f BootstrapFile>) -> Vec<RawFile> {
-    files.into_iter().map(|f| RawFile { name: f.name.clone(), content: f.text.clone() }).collect()
+    files.into_iter().map(|f| RawFile { name: f.name.clone(), content: f.text().map(str::to_string) }).collect()
 }
 
 /// A 0.2 bootstrap hook sees and returns the stable files only: a per-turn
@@ -822,7 +822,7 @@ fn files_hash<'f>(files: impl ExactSizeIterator<Item = &'f BootstrapFile>) -> u1
     let mut h = KeyHasher::default();
     h.num(files.len() as u64);
     for f in files {
-        h.str(&f.name).opt(f.text.as_deref());
+        h.str(&f.name).num(f.text_hash() as u64).num((f.text_hash() >> 64) as u64);
     }
     h.finish()
 }
@@ -887,13 +887,16 @@ fn apply_files(
     let mut out: Vec<BootstrapFile> = Vec::with_capacity(after.len());
     for f in after {
         let text = f.content.map(|t| crate::text::clean_owned(t).trim_end().to_string());
-        let old = before.iter().find(|b| b.name == f.name);
-        if old.map(|o| &o.text) != Some(&text) {
-            run.file_sources.insert(f.name.clone(), plugin.to_string());
+        match before.iter().find(|b| b.name == f.name) {
+            // Unchanged: keep the file as it was (its text shared, its hash made).
+            Some(old) if old.text() == text.as_deref() => out.push(old.clone()),
+            _ => {
+                run.file_sources.insert(f.name.clone(), plugin.to_string());
+                out.push(BootstrapFile::new(f.name, text));
+            }
         }
-        out.push(BootstrapFile { name: f.name, text });
     }
-    for dropped in before.iter().filter(|b| b.text.is_some() && !out.iter().any(|o| o.name == b.name)) {
+    for dropped in before.iter().filter(|b| b.text().is_some() && !out.iter().any(|o| o.name == b.name)) {
         run.diagnostics.push(Diagnostic::info(
             "file_dropped_by_plugin",
             format!("plugin {plugin} dropped {} from the bootstrap files", dropped.name),
