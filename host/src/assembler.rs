@@ -25,6 +25,7 @@ use crate::workspace::{Unavailable, Workspace};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::OnceLock;
 
 /// Builds prompts for one agent directory.
@@ -42,7 +43,7 @@ pub struct Assembler {
     stable_hash: LastValue<String>,
     /// The last turn's tools, prepared (with what preparing them reported),
     /// by a hash of the turn's tools.
-    prepared_tools: LastValue<(Vec<crate::tools::PromptTool>, Vec<Diagnostic>)>,
+    prepared_tools: LastValue<(Arc<Vec<crate::tools::PromptTool>>, Vec<Diagnostic>)>,
     /// Characters of recent section bodies, by their xxh3-128 (the report's
     /// `chars` is a pass over ~90 KB of its own). Cleared at
     /// [`SECTION_CHARS_LIMIT`] entries; kept unless token counts are off.
@@ -76,7 +77,7 @@ struct WorkspaceKey {
 struct WorkspaceRead {
     key: WorkspaceKey,
     files: Vec<crate::bootstrap::BootstrapFile>,
-    skills: Vec<crate::skills::Skill>,
+    skills: Arc<Vec<crate::skills::Skill>>,
     config_tools: Vec<crate::turn::Tool>,
     /// What reading reported (missing files, refused skills, …), replayed.
     notes: Vec<Diagnostic>,
@@ -375,7 +376,7 @@ impl Assembler {
                     }
                     (files, plugin_memo, tools.map(|t| (t, tool_notes)))
                 });
-                let skills = skills::collect(skills_read.into_results(), &config.skills, &mut diagnostics);
+                let skills = Arc::new(skills::collect(skills_read.into_results(), &config.skills, &mut diagnostics));
                 let (tools, tool_notes) = tools?;
                 if let Some(key) = read_key {
                     *self.workspace_reads.lock() = Some(std::sync::Arc::new(WorkspaceRead {
@@ -665,14 +666,14 @@ impl Assembler {
         raw: &[crate::turn::Tool],
         hash: Option<u128>,
         notes: &mut Vec<Diagnostic>,
-    ) -> Vec<crate::tools::PromptTool> {
+    ) -> Arc<Vec<crate::tools::PromptTool>> {
         if !self.caching.prepared_tools {
-            return tools::prepare(raw, notes);
+            return Arc::new(tools::prepare(raw, notes));
         }
         let key = hash.unwrap_or_else(|| tools_hash(raw));
         let (tools, diagnostics) = self.prepared_tools.get_or_compute(key, || {
             let mut diagnostics = Vec::new();
-            (tools::prepare(raw, &mut diagnostics), diagnostics)
+            (Arc::new(tools::prepare(raw, &mut diagnostics)), diagnostics)
         });
         notes.extend(diagnostics);
         tools

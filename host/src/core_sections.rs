@@ -49,10 +49,10 @@ pub struct StableInputs<'a> {
     pub config: &'a Config,
     /// Loaded bootstrap files.
     pub files: Vec<BootstrapFile>,
-    /// Skills, sorted.
-    pub skills: Vec<Skill>,
-    /// Tools, cleaned and sorted.
-    pub tools: Vec<PromptTool>,
+    /// Skills, sorted (shared with the workspace memo).
+    pub skills: Arc<Vec<Skill>>,
+    /// Tools, cleaned and sorted (shared with the prepared-tools memo).
+    pub tools: Arc<Vec<PromptTool>>,
     /// Working directory shown to the model.
     pub workspace_path: String,
     /// Owner ids, cleaned, sorted and deduplicated.
@@ -201,7 +201,7 @@ fn injected_key(inputs: &StableInputs, file_caps: &BTreeMap<String, usize>) -> u
 fn skills_key(inputs: &StableInputs, knobs: &Knobs) -> u128 {
     let mut h = KeyHasher::default();
     h.str(inputs.mode.as_str()).num(inputs.skills.len() as u64);
-    for s in &inputs.skills {
+    for s in inputs.skills.iter() {
         h.str(&s.name).str(&s.description).str(&s.location).num(s.precedence as u64);
     }
     h.num(inputs.config.skills.pinned.len() as u64);
@@ -237,7 +237,7 @@ fn stable_key(inputs: &StableInputs, knobs: &Knobs, injected: u128, config_key: 
     h.num(skills as u64).num((skills >> 64) as u64);
     h.str(mode.as_str()).str(&format!("{session:?}")).str(agent_id).str(agent_name).str(&format!("{kind:?}"));
     h.num(tools.len() as u64);
-    for t in tools {
+    for t in tools.iter() {
         h.str(&t.name).opt(t.server.as_deref()).str(&t.summary).str(&t.schema).num(u64::from(t.schema_is_json));
     }
     h.str(workspace_path).num(owners.len() as u64);

@@ -29,8 +29,9 @@ pub struct BuildContext {
     pub chat_kind: Option<String>,
     /// The turn's tools, prepared (sanitised, sorted, deduplicated).
     pub tools: Vec<ContextTool>,
-    /// The agent's skills.
-    pub skills: Vec<Skill>,
+    /// The agent's skills (shared: each plugin's copy of the context is
+    /// cheap).
+    pub skills: std::sync::Arc<Vec<Skill>>,
     /// The plugin's `config` table as JSON (set per plugin).
     pub config_json: String,
     /// The build's time, RFC 3339.
@@ -74,7 +75,7 @@ impl BuildContext {
                 tool("i2c_scan", "Lists I2C devices."),
                 tool("read", "Reads a file."),
             ],
-            skills: Vec::new(),
+            skills: Default::default(),
             config_json: "{}".into(),
             now: "2026-11-21T10:30:00+01:00".into(),
             timezone: "Europe/Berlin".into(),

@@ -850,7 +850,7 @@ fn stable_context_hash(c: &BuildContext) -> u128 {
         h.str(&t.name).str(&t.description).opt(t.parameters_json.as_deref());
     }
     h.num(c.skills.len() as u64);
-    for s in &c.skills {
+    for s in c.skills.iter() {
         h.str(&s.name).str(&s.description).str(&s.location);
     }
     h.finish()
