@@ -513,7 +513,17 @@ impl Assembler {
             turn: turn_inputs,
         };
 
-        let counter = shared_counter(tokenizer);
+        // The process's counts; with token counts off, a counter of this
+        // build's own: each paragraph is still encoded once per build (the
+        // prompt, its sections and its files share most of them), and
+        // nothing is kept after it.
+        let this_build;
+        let counter = if self.caching.token_counts {
+            shared_counter(tokenizer)
+        } else {
+            this_build = TokenCounter::new(tokenizer);
+            &this_build
+        };
         let fitted = {
             let _s = tracing::info_span!("fit_budget", budget = budget_tokens, tokenizer = tokenizer.name()).entered();
             budget::fit(&inputs, &contributed, counter, budget_tokens, &mut diagnostics)?
@@ -616,7 +626,9 @@ impl Assembler {
                 0
             },
         };
-        save_counts(counter);
+        if self.caching.token_counts {
+            save_counts(counter);
+        }
         Ok(Built {
             stable_hash: self.stable_hash(&joined.stable, fitted.stable_xxh3),
             prompt: joined.prompt,

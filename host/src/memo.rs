@@ -51,6 +51,8 @@ pub struct Caching {
     /// functions of their inputs in proem's sandbox).
     pub plugin_outputs: bool,
     /// Token counts per paragraph (also kept on disk across processes).
+    /// Off, a build still encodes each paragraph once (its counts live for
+    /// that build alone), and plugins' `count-tokens` encode every call.
     pub token_counts: bool,
     /// Whether the memos' file check may use the system's change
     /// notifications (inotify) instead of a stat per file.
@@ -62,8 +64,8 @@ pub struct Caching {
     /// `[tools] file`), reused while the file check shows no change: a turn
     /// with a new clock reads nothing from disk. Needs `builds` (whose file
     /// check it shares). Also what the last render made of the files (capped
-    /// and neutralised) and of the skills, reused for the same inputs
-    /// (`core_sections::RenderMemos`).
+    /// and neutralised), of the skills and of the stable core sections,
+    /// reused for the same inputs (`core_sections::RenderMemos`).
     pub workspace_reads: bool,
 }
 
