@@ -1,8 +1,7 @@
 //! Character caps and the token budget: exact edges, cut order, protected
 //! sections intact, and a clear failure when even they do not fit.
 
-mod common;
-use common::*;
+use crate::common::*;
 use proem_host::{Mode, ProemError, Turn};
 
 fn caps(per_file: usize, total: usize) -> String {

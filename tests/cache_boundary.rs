@@ -1,8 +1,7 @@
 //! The cache boundary: the stable part ignores per-turn inputs, the marker
 //! appears exactly once, and no untrusted input can forge it.
 
-mod common;
-use common::*;
+use crate::common::*;
 use proem_host::turn::parse_now;
 use proem_host::{ChatKind, Turn, BOUNDARY_MARKER};
 

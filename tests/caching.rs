@@ -2,9 +2,7 @@
 //! reads, to a plugin or to the config shows in the next build, and a build
 //! with every cache off is byte-identical to one with all of them on.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use proem_host::memo::Caching;
 use proem_host::{Assembler, Turn};
 use std::os::unix::fs::symlink;

@@ -1,8 +1,7 @@
 //! The `proem` binary: exit codes, error messages that name the file and the
 //! problem, every output format, and `inspect`.
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::process::{Command, Output};
 
 fn proem(args: &[&str]) -> Output {

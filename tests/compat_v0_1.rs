@@ -2,9 +2,7 @@
 //! tests/fixtures/v0_1/ (never rebuilt) load in today's host and give the
 //! same prompt bytes as the same plugins built from source.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use proem_host::plugin::binary;
 use proem_host::Turn;
 use sha2::{Digest, Sha256};

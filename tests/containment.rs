@@ -3,9 +3,7 @@
 //! and every other section of the prompt is exactly what it would have been
 //! without it.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use proem_host::{Assembler, Turn};
 
 /// A turn with hardware tools, so the hardware-access plugin has output.

@@ -1,8 +1,7 @@
 //! Sections contributed from outside the core (the path plugin sections will
 //! take) go through the same merge and budget code as core sections.
 
-mod common;
-use common::*;
+use crate::common::*;
 use proem_host::mode::ModeSet;
 use proem_host::section::{Placement, Section, Slot, Zone};
 use proem_host::{Mode, Turn, BOUNDARY_MARKER};

@@ -1,8 +1,7 @@
 //! Same inputs, same bytes: the prompt does not depend on the order of tools,
 //! skills, configured files, or the order files were created on disk.
 
-mod common;
-use common::*;
+use crate::common::*;
 use proem_host::{Tool, Turn};
 
 /// Every permutation of `items` (Heap's algorithm).

@@ -3,8 +3,7 @@
 //! After an intended wording change: `PROEM_BLESS=1 cargo test --test example_agent`,
 //! then read the diff before committing it.
 
-mod common;
-use common::*;
+use crate::common::*;
 use proem_host::{Assembler, ChatKind, Turn};
 
 fn marlow_turn() -> Turn {

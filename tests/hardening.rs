@@ -4,9 +4,7 @@
 //! itself out. One test (or property) per class of attack; docs/SECURITY.md
 //! §7 lists each with the rule that closes it.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use proem_host::config::Config;
 use proem_host::plugin::hooks::PluginInfo;
 use proem_host::tokens::{TokenCounter, Tokenizer};

@@ -1,8 +1,7 @@
 //! Hostile workspace content and paths: refused or defused, always reported
 //! by name, never a panic, never a write into the agent directory.
 
-mod common;
-use common::*;
+use crate::common::*;
 use proem_host::{Assembler, ChatKind, Turn, BOUNDARY_MARKER};
 use std::os::unix::fs::symlink;
 

@@ -4,9 +4,7 @@
 //! the test ends. `.ci/run` installs it when missing; on a machine without
 //! it, these tests say so and pass only outside CI.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::Path;

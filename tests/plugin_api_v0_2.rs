@@ -5,9 +5,7 @@
 //! stable part through a plugin, and a new turn never runs a stable hook
 //! again. A `turn` hook's output stays below the boundary.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use proem_host::Turn;
 use proptest::prelude::*;
 

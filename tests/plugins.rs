@@ -2,9 +2,7 @@
 //! order under shuffled configs, the example third-party plugin, `proem
 //! plugins`, refusal of incompatible binaries and the compiled-component cache.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use proem_host::plugin::{cache, PluginSet};
 use proem_host::Turn;
 use std::process::Command;

@@ -5,9 +5,7 @@
 //! never exceeded (re-counted here with tiktoken), and the prompt holds
 //! exactly one boundary marker, between the stable and the dynamic part.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use proem_host::mode::ModeSet;
 use proem_host::section::{Placement, Section, Slot, Zone};
 use proem_host::{ProemError, Turn, BOUNDARY_MARKER};

@@ -1,8 +1,7 @@
 //! Section presence and order per mode, against DESIGN.md's table (written
 //! out here by hand, not read from the code under test).
 
-mod common;
-use common::*;
+use crate::common::*;
 use proem_host::{ChatKind, Mode, Turn, BOUNDARY_MARKER};
 
 /// An agent and turn that switch every conditional section on.

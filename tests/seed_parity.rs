@@ -5,9 +5,7 @@
 //! 003 = OpenClaw agent / md-files explanation, 004 = GoClaw agents doc) and,
 //! where the code differs from the docs, ../shared/reference/.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use proem_host::{Built, Mode, Turn, BOUNDARY_MARKER};
 
 fn ids(built: &Built) -> Vec<String> {

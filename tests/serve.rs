@@ -4,9 +4,7 @@
 //! guards the API, SIGTERM finishes what is in flight, and every response
 //! matches the OpenAPI document the service serves.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

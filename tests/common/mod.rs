@@ -1,8 +1,7 @@
 //! Fixtures shared by the integration tests: throw-away agent directories
 //! and a fixed turn, so every test states only what it varies.
-#![allow(dead_code)]
 
-use proem_host::{Assembler, Built, Config, Tool, Turn};
+use proem_host::{Assembler, Built, Tool, Turn};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -67,10 +66,6 @@ impl Agent {
 
     pub fn build(&self, turn: &Turn) -> Built {
         self.assembler().build(turn).expect("build succeeds")
-    }
-
-    pub fn build_with(&self, config: Config, turn: &Turn) -> Built {
-        Assembler::with_config(self.path(), config).unwrap().build(turn).expect("build succeeds")
     }
 
     /// Every file under the directory with its bytes and modification time.

@@ -1,0 +1,26 @@
+//! proem's integration and conformance tests: one module per file, built as
+//! one test binary (the host and wasmtime linked once, not once per file).
+//! Run one file's tests with `cargo test --release --test integration
+//! <file>::`.
+
+mod common;
+
+mod budget;
+mod cache_boundary;
+mod caching;
+mod cli;
+mod compat_v0_1;
+mod containment;
+mod contributed;
+mod determinism;
+mod example_agent;
+mod hardening;
+mod hostile;
+mod oci;
+mod plugin_api_v0_2;
+mod plugins;
+mod properties;
+mod sections;
+mod seed_parity;
+mod serve;
+mod wit_package;
