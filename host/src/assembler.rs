@@ -48,11 +48,12 @@ pub struct Assembler {
     /// `chars` is a pass over ~90 KB of its own). Cleared at
     /// [`SECTION_CHARS_LIMIT`] entries; kept unless token counts are off.
     section_chars: Lock<HashMap<u128, usize>>,
-    /// What the last render made of the files and skills (see `RenderMemos`).
+    /// What the last render made of the files, the skills and the stable
+    /// sections (see `RenderMemos`).
     render_memos: crate::core_sections::RenderMemos,
     /// What the workspace gave the last build that read it (files, skills,
     /// the config's tools), valid while the file check's generation is.
-    workspace_reads: Lock<Option<std::sync::Arc<WorkspaceRead>>>,
+    workspace_reads: Lock<Option<Arc<WorkspaceRead>>>,
 }
 
 /// Section bodies whose characters [`Assembler::section_chars`] keeps.
@@ -379,7 +380,7 @@ impl Assembler {
                 let skills = Arc::new(skills::collect(skills_read.into_results(), &config.skills, &mut diagnostics));
                 let (tools, tool_notes) = tools?;
                 if let Some(key) = read_key {
-                    *self.workspace_reads.lock() = Some(std::sync::Arc::new(WorkspaceRead {
+                    *self.workspace_reads.lock() = Some(Arc::new(WorkspaceRead {
                         key,
                         files: files.clone(),
                         skills: skills.clone(),
