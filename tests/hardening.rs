@@ -109,7 +109,8 @@ fn no_poisoning_mutex_on_a_shared_path() {
 }
 
 /// Ordinary text: runs of whitespace and words of everyday lengths, mixed
-/// scripts, punctuation, digits, newlines.
+/// scripts, punctuation, digits, newlines, lines of the length after which
+/// the counter may cut.
 fn ordinary_text() -> impl Strategy<Value = String> {
     let atom = prop_oneof![
         "[a-zA-Z]{1,12}",
@@ -122,6 +123,9 @@ fn ordinary_text() -> impl Strategy<Value = String> {
         Just("👩‍👧".to_string()),
         Just("'s".to_string()),
         " {20,200}",
+        // A line of 16 bytes: where the counter may cut at a single newline.
+        "\n[a-zA-Z.,/' \t]{16}\n",
+        "\n[a-z]{8}\u{e9}[a-z]{6}\n",
     ];
     proptest::collection::vec(atom, 0..60).prop_map(|v| v.concat())
 }

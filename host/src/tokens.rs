@@ -254,30 +254,44 @@ pub fn head_within(text: &str, max: usize, counter: &TokenCounter) -> Option<Str
 }
 
 /// Splits `text` into pieces whose token counts add up to the count of the
-/// whole. A cut is made only right after a blank line (`\n\n`) and before a
-/// character that is neither whitespace nor `/`: both tiktoken vocabularies
-/// proem uses pre-split text with a regex under which such a position always
-/// ends one pre-token and starts the next (a pre-token can hold a newline
-/// followed by other text only as `\n/`, and whitespace runs end at their
-/// last newline), and BPE never merges across pre-tokens. Checked against
-/// whole-text counts in this module's tests and in `tests/properties.rs`.
+/// whole. A cut is made only right after a newline and before a character
+/// that is neither whitespace nor `/`: both tiktoken vocabularies proem uses
+/// pre-split text with a regex under which such a position always ends one
+/// pre-token and starts the next (a pre-token can hold a newline followed
+/// by other text only as `\n/`, and whitespace runs end at their last
+/// newline), and BPE never merges across pre-tokens. Checked against
+/// whole-text counts in this module's tests and in `tests/hardening.rs`.
+///
+/// Where: after every blank line (paragraphs), and after a line whose
+/// length in bytes is a multiple of [`LINE_CUT_MODULUS`]. The second rule
+/// depends on the line alone, so a long list without blank lines (a
+/// MEMORY.md of dated entries) is cut at the same places wherever it
+/// appears: in the prompt, its section or the file alone, or after a line
+/// was appended; only the pieces around a difference are encoded again.
 pub fn chunks(text: &str) -> impl Iterator<Item = &str> {
     let bytes = text.as_bytes();
     let mut start = 0;
     let mut search = 0;
+    let mut line_start = 0;
     std::iter::from_fn(move || {
         if start >= bytes.len() {
             return None;
         }
-        // `find(char)` is a memchr; most newlines are not blank lines.
+        // `find(char)` is a memchr.
         while let Some(found) = text[search..].find('\n') {
             let at = search + found;
-            search = at + 1;
-            if bytes.get(at + 1) != Some(&b'\n') {
+            let line_len = at - line_start;
+            let cut = if bytes.get(at + 1) == Some(&b'\n') {
+                at + 2
+            } else if line_len > 0 && line_len % LINE_CUT_MODULUS == 0 {
+                at + 1
+            } else {
+                search = at + 1;
+                line_start = at + 1;
                 continue;
-            }
-            let cut = at + 2;
+            };
             search = cut;
+            line_start = cut;
             let Some(next) = text[cut..].chars().next() else { break };
             if !next.is_whitespace() && next != '/' {
                 let piece = &text[start..cut];
@@ -290,6 +304,11 @@ pub fn chunks(text: &str) -> impl Iterator<Item = &str> {
         Some(piece)
     })
 }
+
+/// [`chunks`] also cuts after a line whose length in bytes is a multiple of
+/// this: about one line in sixteen, so pieces of a list stay ~1-2 KB and a
+/// prompt of ~90 KB is a hundred-odd memo lookups.
+pub const LINE_CUT_MODULUS: usize = 16;
 
 /// The longest run of whitespace handed to the BPE pre-tokenizer in one
 /// piece. tiktoken's pre-split regex matches whitespace with a look-ahead
@@ -475,6 +494,10 @@ mod tests {
             "ünï\n\n👩\u{200d}👧 emoji\n\n\u{a0}nbsp\n\n'quote\n\n123456\n\n<tag>\n\n",
             "no breaks at all",
             "\n\n\n\nleading blank lines\n\n",
+            // Lines of 16 bytes (a single-newline cut may follow them) ending
+            // in punctuation, then what a pre-token may carry across a newline.
+            "0123456789abcd.,\n/usr/bin\n0123456789abcd.,\n//\n0123456789abcd.)\n\t-x\n0123456789abcd?!\n 'sx",
+            "line of sixteen.\n'see\nline of sixteen:\n12345\nline of sixteen \nword\nline of sixteen\n\n\nend",
         ];
         for tokenizer in [Tokenizer::O200kBase, Tokenizer::Cl100kBase] {
             let c = TokenCounter::new(tokenizer);
@@ -486,6 +509,45 @@ mod tests {
         }
         let pieces: Vec<&str> = chunks("a\n\nb\n\n/c\n\n d").collect();
         assert_eq!(pieces, ["a\n\n", "b\n\n/c\n\n d"]);
+    }
+
+    /// A list with no blank line is cut after lines of a length that is a
+    /// multiple of [`LINE_CUT_MODULUS`], exactly (the sum is the whole
+    /// count), and at the same places wherever it appears: under a heading,
+    /// or with a line appended, the pieces away from the difference are
+    /// the same pieces.
+    #[test]
+    fn lists_are_cut_by_their_lines_alone() {
+        let mut list = String::new();
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for i in 0..400 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let filler = ["lamp", "laser cutter", "Priya", "ünïcode", "42", "/path", "'s", "(note)"][(x % 8) as usize];
+            list.push_str(&format!("- 2025-03-{:02}: {filler} {}\n", i % 28 + 1, "x".repeat((x >> 8) as usize % 40)));
+        }
+        let pieces: Vec<&str> = chunks(&list).collect();
+        assert!(pieces.len() > 10, "a 400-line list is cut: {} pieces", pieces.len());
+        assert_eq!(pieces.concat(), list);
+        for tokenizer in [Tokenizer::O200kBase, Tokenizer::Cl100kBase] {
+            let c = TokenCounter::new(tokenizer);
+            c.set_memo(false);
+            let sum: usize = pieces.iter().map(|p| tokenizer.bpe().encode_ordinary(p).len()).sum();
+            assert_eq!(sum, tokenizer.bpe().encode_ordinary(&list).len());
+            assert_eq!(c.count(&list), sum);
+        }
+        let headed = format!("### MEMORY.md\n<context_file name=\"MEMORY.md\">\n{list}</context_file>");
+        let in_context: Vec<&str> = chunks(&headed).collect();
+        let shared = pieces[1..pieces.len() - 1].iter().filter(|p| in_context.contains(p)).count();
+        assert_eq!(shared, pieces.len() - 2, "every inner piece is the same piece in context");
+        let appended = format!("{list}- 2025-04-01: one more line\n");
+        let after: Vec<&str> = chunks(&appended).collect();
+        assert_eq!(
+            &after[..pieces.len() - 1],
+            &pieces[..pieces.len() - 1],
+            "an appended line changes the last piece only"
+        );
     }
 
     #[test]
