@@ -277,7 +277,7 @@ impl Assembler {
         }
         match tools_hash {
             None => h.num(0),
-            Some(t) => h.num(1).num(t as u64).num((t >> 64) as u64),
+            Some(t) => h.num(1).num128(t),
         };
         // Contributed sections are rare and small: their debug form is exact.
         h.str(&format!("{contributed:?}"));

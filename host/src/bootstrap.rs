@@ -74,6 +74,17 @@ impl BootstrapFile {
     }
 }
 
+/// A hash of a list of files by their names and the hashes made at load
+/// (the plugins' call keys, the render memo of the injected files).
+pub fn files_hash<'f>(files: impl ExactSizeIterator<Item = &'f BootstrapFile>) -> u128 {
+    let mut h = crate::memo::KeyHasher::default();
+    h.num(files.len() as u64);
+    for f in files {
+        h.str(&f.name).num128(f.text_hash());
+    }
+    h.finish()
+}
+
 /// Where a file is rendered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum FileGroup {

@@ -9,7 +9,7 @@ use crate::config::{AgentKind, Config, TruncationNotice};
 use crate::memo::{KeyHasher, LastValue};
 use crate::mode::{Mode, SessionKind};
 use crate::report::FileReport;
-use crate::section::{core_key, core_section, ids, Section, SectionKey};
+use crate::section::{core_section, ids, Section, SectionKey};
 use crate::skills::{self, Skill, SkillsForm};
 use crate::text::{neutralize, one_line};
 use crate::tools::PromptTool;
@@ -181,10 +181,7 @@ impl CoreRender {
 /// and the workspace path it names.
 fn injected_key(inputs: &StableInputs, file_caps: &BTreeMap<String, usize>) -> u128 {
     let mut h = KeyHasher::default();
-    h.num(inputs.files.len() as u64);
-    for f in &inputs.files {
-        h.str(&f.name).num(f.text_hash() as u64).num((f.text_hash() >> 64) as u64);
-    }
+    h.num128(bootstrap::files_hash(inputs.files.iter()));
     let b = &inputs.config.budget;
     h.str(inputs.mode.as_str()).num(b.per_file_chars as u64).num(b.total_file_chars as u64);
     h.num(b.head_ratio.to_bits()).num(b.tail_ratio.to_bits());
@@ -232,9 +229,9 @@ fn stable_key(inputs: &StableInputs, knobs: &Knobs, injected: u128, config_key: 
         memos: _, // where the result is kept, not an input
     } = inputs;
     let mut h = KeyHasher::default();
-    h.num(config_key as u64).num((config_key >> 64) as u64).num(injected as u64).num((injected >> 64) as u64);
+    h.num128(config_key).num128(injected);
     let skills = skills_key(inputs, knobs);
-    h.num(skills as u64).num((skills >> 64) as u64);
+    h.num128(skills);
     h.str(mode.as_str()).str(&format!("{session:?}")).str(agent_id).str(agent_name).str(&format!("{kind:?}"));
     h.num(tools.len() as u64);
     for t in tools.iter() {
@@ -268,12 +265,13 @@ pub fn render(inputs: &CoreInputs, knobs: &Knobs) -> CoreRender {
     if knobs.skills_form != SkillsForm::Full || knobs.skills_count < stable.skills.len() {
         truncated.insert(ids::SKILLS.to_string());
     }
+    // What the budget stage dropped is left out here, of both parts (the
+    // memo keeps the stable sections of every set of drops).
+    let kept = |s: &Section| knobs.dropped.is_empty() || !knobs.dropped.contains(&s.key());
     let mut sections: Vec<Section> = Vec::with_capacity(stable_sections.len() + 12);
-    sections.extend(
-        stable_sections.iter().filter(|s| knobs.dropped.is_empty() || !knobs.dropped.contains(&s.key())).cloned(),
-    );
+    sections.extend(stable_sections.iter().filter(|s| kept(s)).cloned());
     let dynamic = dynamic_bodies(inputs, knobs, &files, &mut truncated);
-    sections.extend(sections_of(stable, knobs, dynamic));
+    sections.extend(sections_of(stable, dynamic).into_iter().filter(kept));
     for f in files.iter() {
         if f.report.truncated {
             truncated.insert(f.group.section_id().to_string());
@@ -282,23 +280,21 @@ pub fn render(inputs: &CoreInputs, knobs: &Knobs) -> CoreRender {
     CoreRender { sections, truncated, files }
 }
 
-/// Bodies by section id as sections present in this mode, but for those
-/// the budget stage dropped. OpenClaw's `none` keeps the identity line
-/// alone.
-fn sections_of(inputs: &StableInputs, knobs: &Knobs, bodies: Vec<(&'static str, String)>) -> Vec<Section> {
+/// Bodies by section id as the sections present in this mode. OpenClaw's
+/// `none` keeps the identity line alone.
+fn sections_of(inputs: &StableInputs, bodies: Vec<(&'static str, String)>) -> Vec<Section> {
     let mode = inputs.mode;
     let identity_only = mode == Mode::None && inputs.config.agent.none_mode == crate::config::NoneMode::IdentityOnly;
     bodies
         .into_iter()
         .filter(|(id, _)| !identity_only || *id == ids::IDENTITY)
-        .filter(|(id, _)| !knobs.dropped.contains(&core_key(id)))
         .filter_map(|(id, body)| core_section(id, body))
         .filter(|s| s.modes.contains(mode))
         .collect()
 }
 
 /// The stable core sections, none dropped (the caller drops what the
-/// budget stage says: the memo keeps one render for every set of drops).
+/// budget stage says).
 fn stable_sections(inputs: &StableInputs, knobs: &Knobs, files: &[InjectedFile]) -> Vec<Section> {
     let mode = inputs.mode;
     let mut bodies: Vec<(&'static str, String)> = Vec::with_capacity(20);
@@ -374,8 +370,7 @@ fn stable_sections(inputs: &StableInputs, knobs: &Knobs, files: &[InjectedFile])
     if has_memory(inputs) {
         bodies.push((ids::MEMORY_RECALL, memory_recall(mode).to_string()));
     }
-    let untouched = Knobs { dropped: BTreeSet::new(), ..knobs.clone() };
-    sections_of(inputs, &untouched, bodies)
+    sections_of(inputs, bodies)
 }
 
 /// The dynamic core sections' bodies (marking the extra prompt in

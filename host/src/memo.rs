@@ -418,6 +418,13 @@ impl KeyHasher {
         self
     }
 
+    /// Adds a 128-bit number (another key, say): the same bytes as its low
+    /// and then its high half through [`KeyHasher::num`].
+    pub fn num128(&mut self, n: u128) -> &mut Self {
+        self.write(&n.to_le_bytes());
+        self
+    }
+
     /// Adds a JSON value, structurally (object keys in the value's order).
     pub fn json(&mut self, v: &serde_json::Value) -> &mut Self {
         use serde_json::Value;
@@ -594,6 +601,17 @@ impl<T: Clone> BuildMemo<T> {
 mod tests {
     use super::*;
     use proptest::prelude::Strategy as _;
+
+    #[test]
+    fn num128_adds_the_bytes_of_its_two_halves() {
+        for n in [0u128, 1, u128::MAX, 0x0123_4567_89ab_cdef_fedc_ba98_7654_3210, 1 << 64] {
+            let mut whole = KeyHasher::default();
+            let mut halves = KeyHasher::default();
+            whole.str("x").num128(n).num(7);
+            halves.str("x").num(n as u64).num((n >> 64) as u64).num(7);
+            assert_eq!(whole.finish(), halves.finish(), "{n:x}");
+        }
+    }
 
     proptest::proptest! {
         /// The buffer changes no key: a [`KeyHasher`] fed any run of byte

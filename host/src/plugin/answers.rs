@@ -97,7 +97,7 @@ impl Answers {
     /// [`Answers::put`] take.
     pub fn key(&self, parts: impl FnOnce(&mut KeyHasher)) -> u128 {
         let mut h = KeyHasher::default();
-        h.num(self.host as u64).num((self.host >> 64) as u64);
+        h.num128(self.host);
         parts(&mut h);
         h.finish()
     }

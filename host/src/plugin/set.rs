@@ -9,7 +9,7 @@
 //! hook at once. Results are put in (plugin id) order before anything is
 //! merged, so completion order never shows in the prompt.
 
-use crate::bootstrap::{group_of, load_order, BootstrapFile, FileGroup};
+use crate::bootstrap::{self, group_of, load_order, BootstrapFile, FileGroup};
 use crate::config::PluginConfig;
 use crate::error::ProemError;
 use crate::memo::KeyHasher;
@@ -410,7 +410,8 @@ impl PluginSet {
                 files.into_iter().partition(|f| !split || group_of(&f.name) != FileGroup::Dynamic);
             let keys = memo.zip(hashes).map(|(memo, (full, stable))| {
                 let context = if split { stable } else { full };
-                let key = call_key(plugin, "agent:bootstrap", context, Some(files_hash(seen.iter())), tokenizer);
+                let key =
+                    call_key(plugin, "agent:bootstrap", context, Some(bootstrap::files_hash(seen.iter())), tokenizer);
                 // A 0.2 bootstrap hook sees no clock: its answer is kept on disk.
                 self.call_keys(plugin, ready, key, split, memo)
             });
@@ -475,8 +476,9 @@ impl PluginSet {
             (context_hash(ctx, stable), stable)
         });
         // The files' part of every call key, hashed once per build, not per plugin.
-        let files_hashes =
-            memo.map(|_| (files_hash(stable_files.iter().copied()), files_hash(turn_files.iter().copied())));
+        let files_hashes = memo.map(|_| {
+            (bootstrap::files_hash(stable_files.iter().copied()), bootstrap::files_hash(turn_files.iter().copied()))
+        });
         for plugin in &self.plugins {
             let Ok(ready) = &plugin.state else { continue };
             let info = &ready.info;
@@ -744,7 +746,7 @@ impl PluginSet {
         let reads = plugin.grants.workspace_read;
         let memory = if reads {
             let mut h = KeyHasher::default();
-            h.num(key as u64).num((key >> 64) as u64).num(memo.generation);
+            h.num128(key).num(memo.generation);
             h.finish()
         } else {
             key
@@ -752,11 +754,11 @@ impl PluginSet {
         let stamp = if reads { memo.workspace_stamp.map(Some) } else { Some(None) };
         let disk = self.answers.as_ref().filter(|_| lasting).zip(stamp).map(|(answers, stamp)| {
             answers.key(|h| {
-                h.str("hook").num(key as u64).num((key >> 64) as u64).str(&ready.code.wasm.identity);
+                h.str("hook").num128(key).str(&ready.code.wasm.identity);
                 h.num(plugin.memory_bytes as u64).num(plugin.deadline.as_micros() as u64);
                 h.num(plugin.caps.max_bytes as u64).num(plugin.caps.max_items as u64).num(u64::from(reads));
                 if let Some(stamp) = stamp {
-                    h.num(stamp as u64).num((stamp >> 64) as u64);
+                    h.num128(stamp);
                 }
             })
         });
@@ -778,7 +780,7 @@ struct SectionHook<'a> {
     stable_only: bool,
     /// The bootstrap files it sees, if any.
     files: Option<&'a [&'a BootstrapFile]>,
-    /// Their [`files_hash`] when the memo is on.
+    /// Their [`bootstrap::files_hash`] when the memo is on.
     files_hash: Option<u128>,
     /// Its request.
     request: MakeRequest,
@@ -810,19 +812,9 @@ fn only_stable_files(files: Vec<RawFile>) -> Result<Vec<RawFile>, String> {
 fn call_key(plugin: &LoadedPlugin, hook: &str, context: u128, files: Option<u128>, tokenizer: Tokenizer) -> u128 {
     let mut h = KeyHasher::default();
     h.str(&plugin.id).str(hook).str(tokenizer.name()).str(&plugin.config_json);
-    h.num(context as u64).num((context >> 64) as u64);
+    h.num128(context);
     if let Some(files) = files {
-        h.num(1).num(files as u64).num((files >> 64) as u64);
-    }
-    h.finish()
-}
-
-/// A hash of bootstrap files (names and texts), for call keys.
-fn files_hash<'f>(files: impl ExactSizeIterator<Item = &'f BootstrapFile>) -> u128 {
-    let mut h = KeyHasher::default();
-    h.num(files.len() as u64);
-    for f in files {
-        h.str(&f.name).num(f.text_hash() as u64).num((f.text_hash() >> 64) as u64);
+        h.num(1).num128(files);
     }
     h.finish()
 }
@@ -832,7 +824,7 @@ fn files_hash<'f>(files: impl ExactSizeIterator<Item = &'f BootstrapFile>) -> u1
 /// context's [`stable_context_hash`], which it extends with the turn.
 fn context_hash(c: &BuildContext, stable: u128) -> u128 {
     let mut h = KeyHasher::default();
-    h.num(stable as u64).num((stable >> 64) as u64);
+    h.num128(stable);
     h.opt(c.channel.as_deref()).opt(c.chat_kind.as_deref()).str(&c.now).str(&c.timezone);
     h.opt(c.group_title.as_deref()).opt(c.extra.as_deref());
     h.finish()
