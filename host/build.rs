@@ -6,9 +6,16 @@
 //! host's, then writes `builtin_plugins.rs` with `include_bytes!` of the three
 //! official components. Tests find the other guests through
 //! `PROEM_GUEST_DIR`.
+//!
+//! Also writes the two BPE vocabulary tables the token counter reads in
+//! place (see `src/bpe/mod.rs`), taken from tiktoken-rs's own tables.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+#[path = "src/bpe/table.rs"]
+#[allow(dead_code)]
+mod table;
 
 /// (crate name, embedded as `builtin:<id>`?)
 const GUESTS: &[(&str, bool)] = &[
@@ -31,10 +38,12 @@ fn main() {
         "tests/fixtures/raw-guest",
         "examples/persona-swap",
         "Cargo.lock",
+        "host/src/bpe/table.rs",
     ] {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("set by cargo"));
+    write_vocabulary_tables(&out_dir);
     // OUT_DIR is <target>/<profile>/build/<pkg>/out: share one guest build
     // between debug and release hosts.
     let target_dir = out_dir.ancestors().nth(4).unwrap_or(&out_dir).join("proem-guests");
@@ -88,6 +97,29 @@ fn main() {
     embedded.push_str("];\n");
     std::fs::write(out_dir.join("builtin_plugins.rs"), embedded).expect("write builtin_plugins.rs");
     println!("cargo:rustc-env=PROEM_GUEST_DIR={}", path_str(&wasm_dir));
+}
+
+/// Writes `<name>.table` for each vocabulary: every ordinary token of
+/// tiktoken-rs's encoder, by rank (special tokens left out: proem counts
+/// their strings as ordinary text).
+fn write_vocabulary_tables(out_dir: &Path) {
+    let vocabularies = [("o200k_base", tiktoken_rs::o200k_base()), ("cl100k_base", tiktoken_rs::cl100k_base())];
+    for (name, bpe) in vocabularies {
+        let bpe = bpe.unwrap_or_else(|e| panic!("tiktoken-rs could not load {name}: {e}"));
+        let specials: Vec<&[u8]> = bpe.special_tokens().into_iter().map(str::as_bytes).collect();
+        let mut tokens = Vec::new();
+        for rank in 0u32.. {
+            match bpe.decode_bytes(&[rank]) {
+                Ok(bytes) if !specials.contains(&bytes.as_slice()) => tokens.push(bytes),
+                _ => break,
+            }
+        }
+        for byte in 0..=255u8 {
+            assert!(tokens.iter().any(|t| t.as_slice() == [byte]), "{name} lacks the byte {byte}");
+        }
+        let file = out_dir.join(format!("{name}.table"));
+        std::fs::write(&file, table::write(&tokens)).unwrap_or_else(|e| panic!("write {}: {e}", file.display()));
+    }
 }
 
 fn path_str(p: &Path) -> String {

@@ -175,7 +175,8 @@ fn count_tokens_in_a_plugin_is_capped_and_charged() {
 
 /// A plugin that counts text under a 20 ms deadline, in a process whose
 /// compiled plugins are cached but whose tokenizer is cold (no saved counts:
-/// the encoder must be built, ~120 ms, while the plugin runs), and again in
+/// the encoder must be made, and every text encoded, while the plugin
+/// runs), and again in
 /// a warm one: the plugin is ok both times and the prompt is the same.
 #[test]
 fn a_plugin_result_does_not_depend_on_a_warm_tokenizer() {

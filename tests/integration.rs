@@ -23,4 +23,5 @@ mod properties;
 mod sections;
 mod seed_parity;
 mod serve;
+mod tokenizer;
 mod wit_package;

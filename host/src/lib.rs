@@ -16,6 +16,7 @@
 pub mod allocator;
 pub mod assembler;
 pub mod bootstrap;
+pub mod bpe;
 pub mod budget;
 pub mod config;
 pub mod core_sections;

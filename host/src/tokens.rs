@@ -1,14 +1,14 @@
-//! Exact token counting with tiktoken's BPE tables.
+//! Exact token counting with tiktoken's BPE vocabularies.
 //!
-//! The encoders are built lazily, once per process (about 120 ms for
-//! o200k_base), and counts are memoised per paragraph by a 128-bit hash of
-//! the text, in memory and (through [`TokenCounter::save`]) on disk, so a
-//! text that was counted before is never encoded again.
+//! Texts are encoded by [`crate::bpe`] (tiktoken's counts, from tables
+//! built into the binary), and counts are memoised per paragraph by a
+//! 128-bit hash of the text, in memory and (through [`TokenCounter::save`])
+//! on disk, so a text that was counted before is never encoded again.
 
+use crate::bpe::Encoder;
 use crate::sync::Lock;
 use std::collections::HashMap;
 use std::path::Path;
-use tiktoken_rs::CoreBPE;
 use xxhash_rust::xxh3::xxh3_128;
 
 /// The BPE vocabularies proem counts with.
@@ -52,10 +52,11 @@ impl Tokenizer {
         }
     }
 
-    fn bpe(self) -> &'static CoreBPE {
+    /// The vocabulary's encoder.
+    pub fn encoder(self) -> &'static Encoder {
         match self {
-            Tokenizer::O200kBase => tiktoken_rs::o200k_base_singleton(),
-            Tokenizer::Cl100kBase => tiktoken_rs::cl100k_base_singleton(),
+            Tokenizer::O200kBase => Encoder::o200k(),
+            Tokenizer::Cl100kBase => Encoder::cl100k(),
         }
     }
 }
@@ -74,8 +75,8 @@ const WHOLE_LIMIT: usize = 1_024;
 /// one in its date line re-encodes that paragraph alone. A text counted
 /// before as a whole (the same prompt, section or file in the next build)
 /// costs one hash and one lookup. Counts can be
-/// loaded from and saved to a file, so a new process never builds the BPE
-/// tables (~120 ms) for text some earlier process has counted.
+/// loaded from and saved to a file, so a new process never encodes text
+/// some earlier process has counted.
 #[derive(Debug)]
 pub struct TokenCounter {
     tokenizer: Tokenizer,
@@ -310,12 +311,13 @@ pub fn chunks(text: &str) -> impl Iterator<Item = &str> {
 /// prompt of ~90 KB is a hundred-odd memo lookups.
 pub const LINE_CUT_MODULUS: usize = 16;
 
-/// The longest run of whitespace handed to the BPE pre-tokenizer in one
-/// piece. tiktoken's pre-split regex matches whitespace with a look-ahead
-/// (`\s+(?!\S)`) that its backtracking engine runs recursively: about a
-/// million spaces overflow the stack. Prose never has a kilobyte of
-/// whitespace in a row; a longer run is counted in parts (a count off by a
-/// token or two per cut, on text that is not prose).
+/// The longest run of whitespace handed to the encoder in one piece. It was
+/// set for tiktoken-rs, whose backtracking pre-split overflowed the stack on
+/// about a million spaces; proem's own pre-split does not recurse, and the
+/// limit stays so that counts (and counts saved on disk) do not change.
+/// Prose never has a kilobyte of whitespace in a row; a longer run is
+/// counted in parts (a count off by a token or two per cut, on text that is
+/// not prose).
 pub const WHITESPACE_RUN_LIMIT: usize = 1024;
 
 /// The longest run of other characters handed to the encoder in one piece:
@@ -367,10 +369,10 @@ fn first_overlong_cut(text: &str) -> Option<usize> {
 /// encoder panic anyway, the byte length stands in: never fewer tokens than
 /// the text has (a token is at least one byte), so a budget stays safe.
 fn encode_len(tokenizer: Tokenizer, text: &str) -> usize {
-    let bpe = tokenizer.bpe();
+    let encoder = tokenizer.encoder();
     bounded_pieces(text)
         .map(|piece| {
-            std::panic::catch_unwind(|| bpe.encode_ordinary(piece).len()).unwrap_or_else(|_| {
+            std::panic::catch_unwind(|| encoder.count(piece)).unwrap_or_else(|_| {
                 tracing::warn!(bytes = piece.len(), "the tokenizer failed on a piece of text; counting its bytes");
                 piece.len()
             })
@@ -378,16 +380,17 @@ fn encode_len(tokenizer: Tokenizer, text: &str) -> usize {
         .sum()
 }
 
-/// Starts building `tokenizer`'s BPE tables on a background thread when no
-/// saved counts exist for it (a first run, or the cache is off): the ~120 ms
-/// then overlap with loading config, files and plugins instead of adding to
-/// them. A no-op when counts are saved (the tables are probably not needed).
+/// Starts making `tokenizer`'s encoder (compiling its pre-split regex, ~3 ms)
+/// on a background thread when no saved counts exist for it (a first run,
+/// or the cache is off), so it overlaps with loading config, files and
+/// plugins. A no-op when counts are saved (the encoder is probably not
+/// needed).
 pub fn prewarm_if_cold(tokenizer: Tokenizer, cache_dir: Option<&Path>) {
     if cache_dir.is_some_and(|d| saved_counts_path(d, tokenizer).exists()) {
         return;
     }
     let _ = std::thread::Builder::new().name("proem-bpe".into()).spawn(move || {
-        tokenizer.bpe();
+        tokenizer.encoder();
     });
 }
 
@@ -443,13 +446,21 @@ fn decode_counts(data: &[u8], tokenizer: Tokenizer) -> Option<Vec<(u128, u32)>> 
 mod tests {
     use super::*;
 
+    /// tiktoken-rs, the reference the counts are checked against.
+    fn reference(tokenizer: Tokenizer) -> &'static tiktoken_rs::CoreBPE {
+        match tokenizer {
+            Tokenizer::O200kBase => tiktoken_rs::o200k_base_singleton(),
+            Tokenizer::Cl100kBase => tiktoken_rs::cl100k_base_singleton(),
+        }
+    }
+
     #[test]
     fn count_hashed_is_the_count_and_the_xxh3_of_the_text() {
         let counter = TokenCounter::new(Tokenizer::O200kBase);
         for text in ["", "hello world", "## Tooling\n- exec: runs\n\nnext paragraph", &"héllo wörld. ".repeat(500)] {
             let (count, hash) = counter.count_hashed(text);
             assert_eq!(count, counter.count(text));
-            assert_eq!(count, Tokenizer::O200kBase.bpe().encode_ordinary(text).len());
+            assert_eq!(count, reference(Tokenizer::O200kBase).encode_ordinary(text).len());
             assert_eq!(hash, xxh3_128(text.as_bytes()));
         }
     }
@@ -504,7 +515,7 @@ mod tests {
             for text in samples {
                 let pieces: Vec<&str> = chunks(text).collect();
                 assert_eq!(pieces.concat(), text);
-                assert_eq!(c.count(text), tokenizer.bpe().encode_ordinary(text).len(), "{text:?}");
+                assert_eq!(c.count(text), reference(tokenizer).encode_ordinary(text).len(), "{text:?}");
             }
         }
         let pieces: Vec<&str> = chunks("a\n\nb\n\n/c\n\n d").collect();
@@ -533,8 +544,8 @@ mod tests {
         for tokenizer in [Tokenizer::O200kBase, Tokenizer::Cl100kBase] {
             let c = TokenCounter::new(tokenizer);
             c.set_memo(false);
-            let sum: usize = pieces.iter().map(|p| tokenizer.bpe().encode_ordinary(p).len()).sum();
-            assert_eq!(sum, tokenizer.bpe().encode_ordinary(&list).len());
+            let sum: usize = pieces.iter().map(|p| reference(tokenizer).encode_ordinary(p).len()).sum();
+            assert_eq!(sum, reference(tokenizer).encode_ordinary(&list).len());
             assert_eq!(c.count(&list), sum);
         }
         let headed = format!("### MEMORY.md\n<context_file name=\"MEMORY.md\">\n{list}</context_file>");

@@ -153,7 +153,8 @@ impl wasmtime::ResourceLimiter for Limiter {
 pub const COUNT_TOKENS_MAX_BYTES: usize = 1024 * 1024;
 
 /// What `count-tokens` charges the caller's deadline per KiB of text
-/// (about 25 MB/s, tiktoken's own speed), whatever it really took: a count
+/// (about 25 MB/s, tiktoken-rs's speed; proem's counter runs at about twice
+/// that), whatever it really took: a count
 /// served from the memo costs the same as one encoded on a cold process.
 pub const COUNT_TOKENS_COST_PER_KIB: Duration = Duration::from_micros(40);
 
