@@ -159,6 +159,16 @@ proptest! {
     fn any_unicode_splits_and_counts_as_tiktoken_does(text in any::<String>()) {
         assert_same(&text)?;
     }
+
+    /// Any ASCII (controls included), now and then a non-ASCII character:
+    /// the bytes the pre-split's ASCII fast path decides on alone.
+    #[test]
+    fn any_ascii_splits_and_counts_as_tiktoken_does(
+        text in prop::collection::vec(prop_oneof![20 => "[\\x00-\\x7f]{1,8}", 1 => tricky_char().prop_map(String::from)], 0..40)
+            .prop_map(|v| v.concat())
+    ) {
+        assert_same(&text)?;
+    }
 }
 
 proptest! {

@@ -15,6 +15,11 @@
 //! Every character starts a match of some alternative (a letter, a digit,
 //! whitespace or anything else), so each search is anchored where the last
 //! piece ended and runs forward only.
+//!
+//! Most pieces of prose are an ASCII word (with one leading space or
+//! punctuation character) or a few digits; [`ascii_piece`] reads those
+//! directly, where the patterns' outcome depends on nothing but ASCII bytes,
+//! and leaves every other piece to the regex.
 
 use regex_automata::meta::Regex;
 use regex_automata::{Anchored, Input};
@@ -23,6 +28,17 @@ use regex_automata::{Anchored, Input};
 #[derive(Debug)]
 pub struct PreSplit {
     regex: Regex,
+    words: Words,
+}
+
+/// How a vocabulary's patterns cut a run of letters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Words {
+    /// o200k_base: by case (capitals, then small letters) and with a
+    /// contraction joined to the word before it.
+    ByCase,
+    /// cl100k_base: the whole run of letters.
+    WholeRuns,
 }
 
 /// The pattern whose match ends with one character too many.
@@ -61,17 +77,17 @@ const CL100K: [&str; 3] = [
 impl PreSplit {
     /// o200k_base's pre-split.
     pub fn o200k() -> PreSplit {
-        PreSplit::new(&O200K)
+        PreSplit::new(&O200K, Words::ByCase)
     }
 
     /// cl100k_base's pre-split.
     pub fn cl100k() -> PreSplit {
-        PreSplit::new(&CL100K)
+        PreSplit::new(&CL100K, Words::WholeRuns)
     }
 
-    fn new(patterns: &[&str]) -> PreSplit {
+    fn new(patterns: &[&str], words: Words) -> PreSplit {
         let regex = Regex::new_many(patterns).expect("the pre-split patterns compile");
-        PreSplit { regex }
+        PreSplit { regex, words }
     }
 
     /// Calls `piece` with each piece of `text`, in order: together, the
@@ -80,6 +96,11 @@ impl PreSplit {
         let hay = text.as_bytes();
         let mut at = 0;
         while at < hay.len() {
+            if let Some(end) = ascii_piece(hay, at, self.words) {
+                piece(&text[at..end]);
+                at = end;
+                continue;
+            }
             let input = Input::new(hay).range(at..).anchored(Anchored::Yes);
             let Some(found) = self.regex.search(&input) else {
                 // Unreachable (every character starts a match); should it
@@ -97,5 +118,65 @@ impl PreSplit {
             piece(&text[at..end]);
             at = end;
         }
+    }
+}
+
+/// The end of the piece starting at `at` when it is one whose extent plain
+/// ASCII settles: up to three ASCII digits, or an ASCII word with at most
+/// one leading character that is neither a letter, a digit, `\r` nor `\n`
+/// (the patterns' optional prefix), ending before an ASCII byte that cannot
+/// continue it. `None` leaves the piece to the regex: anything non-ASCII
+/// where it could matter, a contraction (o200k joins `'s` to the word
+/// before it, cl100k makes it a piece of its own), a small letter followed
+/// by a capital (o200k cuts there), whitespace and punctuation runs.
+fn ascii_piece(hay: &[u8], at: usize, words: Words) -> Option<usize> {
+    let first = hay[at];
+    if first.is_ascii_digit() {
+        // `\p{N}{1,3}`: no other alternative starts with a digit.
+        let digits = hay[at..].iter().take(3).take_while(|b| b.is_ascii_digit()).count();
+        let end = at + digits;
+        let settled = digits == 3 || hay.get(end).is_none_or(u8::is_ascii);
+        return settled.then_some(end);
+    }
+    let mut i = at;
+    if !first.is_ascii_alphabetic() {
+        // The optional prefix `[^\r\n\p{L}\p{N}]`, then letters must follow.
+        // (cl100k matches a contraction on its own first: `'s`, `'ll`, ...)
+        let contraction = first == b'\'' && words == Words::WholeRuns;
+        if !first.is_ascii() || first == b'\r' || first == b'\n' || contraction {
+            return None;
+        }
+        i += 1;
+    }
+    let letters = i;
+    match words {
+        Words::ByCase => {
+            // Capitals then small letters: both o200k alternatives take the
+            // whole of such a run.
+            while hay.get(i).is_some_and(u8::is_ascii_uppercase) {
+                i += 1;
+            }
+            while hay.get(i).is_some_and(u8::is_ascii_lowercase) {
+                i += 1;
+            }
+        }
+        Words::WholeRuns => {
+            while hay.get(i).is_some_and(u8::is_ascii_alphabetic) {
+                i += 1;
+            }
+        }
+    }
+    if i == letters {
+        return None;
+    }
+    // What follows must end the word for certain: the end of the text or an
+    // ASCII byte that is not a letter (a capital after a small letter
+    // starts o200k's next piece, a case left to the regex) and, for o200k,
+    // not an apostrophe (a contraction may join the word).
+    match hay.get(i) {
+        None => Some(i),
+        Some(&next) if !next.is_ascii() || next.is_ascii_alphabetic() => None,
+        Some(b'\'') if words == Words::ByCase => None,
+        Some(_) => Some(i),
     }
 }

@@ -10,46 +10,75 @@
 //! | 4 | `n`, the number of tokens (ranks are `0..n`) |
 //! | 4 | `b`, log2 of the number of slots |
 //! | 4 × (n + 1) | where each token's bytes start in the byte area (the last: its end) |
-//! | 4 × 2^b | the slots of an open-addressing hash index: `tag << RANK_BITS \| rank`, or [`EMPTY`] |
+//! | 8 × 2^b | the slots of an open-addressing hash index, or [`EMPTY`] |
 //! | rest | every token's bytes, in rank order |
 //!
 //! A token's slot is found from [`hash`] of its bytes: the top `b` bits pick
-//! the first slot to probe (linearly), the next [`TAG_BITS`] are the tag, so
-//! a probe compares bytes only when the tag matches.
+//! the first slot to probe (linearly), the next [`TAG_BITS`] are the tag. A
+//! slot holds, from the low bits up, where the token's bytes start (21
+//! bits), its length (8), its rank (18) and the tag (17), so a probe reads
+//! the token's bytes only when tag and length match, and a lookup touches
+//! two cache lines: the slot and the bytes.
 
 /// The first bytes of a table.
-pub const MAGIC: &[u8; 8] = b"PROEMBP1";
+pub const MAGIC: &[u8; 8] = b"PROEMBP2";
+/// Bits of a slot that say where the token's bytes start.
+const OFFSET_BITS: u32 = 21;
+/// Bits of a slot that hold the token's length: the longest token of either
+/// vocabulary is 128 bytes.
+const LEN_BITS: u32 = 8;
 /// Bits of a slot that hold the rank: both vocabularies have fewer than
 /// 2^18 tokens.
 pub const RANK_BITS: u32 = 18;
 /// Bits of a slot that hold the tag.
-pub const TAG_BITS: u32 = 32 - RANK_BITS;
+pub const TAG_BITS: u32 = 64 - OFFSET_BITS - LEN_BITS - RANK_BITS;
+const LEN_SHIFT: u32 = OFFSET_BITS;
+const RANK_SHIFT: u32 = LEN_SHIFT + LEN_BITS;
+const TAG_SHIFT: u32 = RANK_SHIFT + RANK_BITS;
+/// The longest token a table can hold.
+pub const MAX_TOKEN_LEN: usize = (1 << LEN_BITS) - 1;
 /// A slot that holds no token.
-pub const EMPTY: u32 = u32::MAX;
+pub const EMPTY: u64 = u64::MAX;
 const HEADER: usize = 16;
 
+/// A slot's tag and length, as they sit in the slot.
+fn key(tag: u64, len: usize) -> u64 {
+    (tag << TAG_SHIFT) | ((len as u64) << LEN_SHIFT)
+}
+
+/// The bits of a slot that [`key`] fills.
+const KEY_MASK: u64 = (((1 << TAG_BITS) - 1) << TAG_SHIFT) | (((1 << LEN_BITS) - 1) << LEN_SHIFT);
+
 /// The hash a token's bytes are indexed by (a multiply-rotate over 8-byte
-/// words; tokens are short, so a few rounds).
+/// words; tokens are short, so a few rounds, and no copy of the tail).
 pub fn hash(bytes: &[u8]) -> u64 {
     const K: u64 = 0x9E37_79B9_7F4A_7C15;
-    let mut h = (bytes.len() as u64).wrapping_mul(K);
-    let mut words = bytes.chunks_exact(8);
-    for w in &mut words {
-        h = (h.rotate_left(23) ^ u64::from_le_bytes(w.try_into().expect("8 bytes"))).wrapping_mul(K);
-    }
-    let rest = words.remainder();
-    if !rest.is_empty() {
-        let mut last = [0u8; 8];
-        last[..rest.len()].copy_from_slice(rest);
-        h = (h.rotate_left(23) ^ u64::from_le_bytes(last)).wrapping_mul(K);
+    let mix = |h: u64, w: u64| (h.rotate_left(23) ^ w).wrapping_mul(K);
+    let n = bytes.len();
+    let mut h = (n as u64).wrapping_mul(K);
+    if n > 8 {
+        let mut words = bytes[..n - 1].chunks_exact(8);
+        for w in &mut words {
+            h = mix(h, u64::from_le_bytes(w.try_into().expect("8 bytes")));
+        }
+        // The last 8 bytes (overlapping the last word read when n is not a
+        // multiple of 8): every byte is read, and no partial word copied.
+        h = mix(h, u64::from_le_bytes(bytes[n - 8..].try_into().expect("8 bytes")));
+    } else if n >= 4 {
+        let lo = u32::from_le_bytes(bytes[..4].try_into().expect("4 bytes"));
+        let hi = u32::from_le_bytes(bytes[n - 4..].try_into().expect("4 bytes"));
+        h = mix(h, u64::from(lo) | (u64::from(hi) << 32));
+    } else if n > 0 {
+        let w = u64::from(bytes[0]) | (u64::from(bytes[n / 2]) << 8) | (u64::from(bytes[n - 1]) << 16);
+        h = mix(h, w);
     }
     h ^ (h >> 29)
 }
 
 /// The first slot to probe and the tag, for a table of `2^slot_bits` slots.
-fn place(h: u64, slot_bits: u32) -> (usize, u32) {
+fn place(h: u64, slot_bits: u32) -> (usize, u64) {
     let slot = (h >> (64 - slot_bits)) as usize;
-    let tag = ((h >> (64 - slot_bits - TAG_BITS)) as u32) & ((1 << TAG_BITS) - 1);
+    let tag = (h >> (64 - slot_bits - TAG_BITS)) & ((1 << TAG_BITS) - 1);
     (slot, tag)
 }
 
@@ -67,6 +96,10 @@ fn word(area: &[u8], i: usize) -> u32 {
     u32::from_le_bytes(area[i * 4..i * 4 + 4].try_into().expect("4 bytes"))
 }
 
+fn slot(area: &[u8], i: usize) -> u64 {
+    u64::from_le_bytes(area[i * 8..i * 8 + 8].try_into().expect("8 bytes"))
+}
+
 impl<'a> Table<'a> {
     /// Reads the header of `blob`; `None` when it is not a table.
     pub fn parse(blob: &'a [u8]) -> Option<Table<'a>> {
@@ -79,7 +112,7 @@ impl<'a> Table<'a> {
             return None;
         }
         let offsets_end = HEADER + 4 * (n + 1);
-        let slots_end = offsets_end + 4 * (1usize << slot_bits);
+        let slots_end = offsets_end + 8 * (1usize << slot_bits);
         let offsets = blob.get(HEADER..offsets_end)?;
         let slots = blob.get(offsets_end..slots_end)?;
         let bytes = &blob[slots_end..];
@@ -108,17 +141,23 @@ impl<'a> Table<'a> {
     /// The rank of the token whose bytes are `piece`, if there is one.
     #[inline]
     pub fn rank(&self, piece: &[u8]) -> Option<u32> {
-        let (mut slot, tag) = place(hash(piece), self.slot_bits);
+        if piece.len() > MAX_TOKEN_LEN {
+            return None;
+        }
+        let (mut at, tag) = place(hash(piece), self.slot_bits);
+        let want = key(tag, piece.len());
         loop {
-            let entry = word(self.slots, slot);
+            let entry = slot(self.slots, at);
             if entry == EMPTY {
                 return None;
             }
-            let rank = entry & ((1 << RANK_BITS) - 1);
-            if entry >> RANK_BITS == tag && self.token(rank) == piece {
-                return Some(rank);
+            if entry & KEY_MASK == want {
+                let start = (entry & ((1 << OFFSET_BITS) - 1)) as usize;
+                if self.bytes.get(start..start + piece.len()) == Some(piece) {
+                    return Some(((entry >> RANK_SHIFT) & ((1 << RANK_BITS) - 1)) as u32);
+                }
             }
-            slot = (slot + 1) & self.slot_mask;
+            at = (at + 1) & self.slot_mask;
         }
     }
 }
@@ -126,24 +165,28 @@ impl<'a> Table<'a> {
 /// Writes the table of `tokens` (the token of rank `r` at index `r`), with
 /// slots for a load of at most 40%.
 pub fn write(tokens: &[Vec<u8>]) -> Vec<u8> {
-    assert!(tokens.len() < (1 << RANK_BITS) - 1, "too many tokens for {RANK_BITS} rank bits");
+    assert!(tokens.len() < (1 << RANK_BITS), "too many tokens for {RANK_BITS} rank bits");
+    let total: usize = tokens.iter().map(Vec::len).sum();
+    assert!(total < 1 << OFFSET_BITS, "{total} bytes of tokens need more than {OFFSET_BITS} offset bits");
     let mut slot_bits = 1;
     while (1usize << slot_bits) * 2 < tokens.len() * 5 {
         slot_bits += 1;
     }
     let mut slots = vec![EMPTY; 1 << slot_bits];
     let mask = slots.len() - 1;
+    let mut start = 0u64;
     for (rank, token) in tokens.iter().enumerate() {
-        let (mut slot, tag) = place(hash(token), slot_bits);
-        while slots[slot] != EMPTY {
-            let other = (slots[slot] & ((1 << RANK_BITS) - 1)) as usize;
+        assert!(!token.is_empty() && token.len() <= MAX_TOKEN_LEN, "token {rank} is {} bytes", token.len());
+        let (mut at, tag) = place(hash(token), slot_bits);
+        while slots[at] != EMPTY {
+            let other = ((slots[at] >> RANK_SHIFT) & ((1 << RANK_BITS) - 1)) as usize;
             assert!(tokens[other] != *token, "token {rank} repeats token {other}");
-            slot = (slot + 1) & mask;
+            at = (at + 1) & mask;
         }
-        slots[slot] = (tag << RANK_BITS) | rank as u32;
+        slots[at] = key(tag, token.len()) | ((rank as u64) << RANK_SHIFT) | start;
+        start += token.len() as u64;
     }
-    let total: usize = tokens.iter().map(Vec::len).sum();
-    let mut out = Vec::with_capacity(HEADER + 4 * (tokens.len() + 1 + slots.len()) + total);
+    let mut out = Vec::with_capacity(HEADER + 4 * (tokens.len() + 1) + 8 * slots.len() + total);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&(tokens.len() as u32).to_le_bytes());
     out.extend_from_slice(&slot_bits.to_le_bytes());
@@ -160,4 +203,58 @@ pub fn write(tokens: &[Vec<u8>]) -> Vec<u8> {
         out.extend_from_slice(token);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Whatever the tokens (lengths 1 to 255, near-twins that differ in
+        /// one byte anywhere), each is found at its rank and nothing else
+        /// is found.
+        #[test]
+        fn every_token_is_found_at_its_rank_and_no_other_text(
+            seeds in prop::collection::hash_set(prop::collection::vec(any::<u8>(), 1..40), 1..300),
+            long in prop::collection::vec(any::<u8>(), 200..=MAX_TOKEN_LEN),
+            probes in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..300), 0..50),
+        ) {
+            let mut tokens: Vec<Vec<u8>> = seeds.into_iter().collect();
+            // Twins: the same bytes but one, at each position in turn.
+            for i in 0..tokens.len().min(20) {
+                let mut twin = tokens[i].clone();
+                let at = i % twin.len();
+                twin[at] ^= 1;
+                if !tokens.contains(&twin) {
+                    tokens.push(twin);
+                }
+            }
+            if !tokens.contains(&long) {
+                tokens.push(long);
+            }
+            let blob = write(&tokens);
+            let table = Table::parse(&blob).unwrap();
+            prop_assert_eq!(table.len(), tokens.len());
+            for (rank, token) in tokens.iter().enumerate() {
+                prop_assert_eq!(table.rank(token), Some(rank as u32));
+                prop_assert_eq!(table.token(rank as u32), token.as_slice());
+            }
+            for probe in probes {
+                let expected = tokens.iter().position(|t| *t == probe).map(|r| r as u32);
+                prop_assert_eq!(table.rank(&probe), expected);
+            }
+        }
+    }
+
+    #[test]
+    fn a_blob_that_is_not_a_table_is_refused() {
+        let blob = write(&[b"a".to_vec(), b"bc".to_vec()]);
+        assert!(Table::parse(&blob).is_some());
+        assert!(Table::parse(&blob[..blob.len() - 1]).is_none(), "a short byte area");
+        assert!(Table::parse(b"PROEMBP1").is_none());
+        let mut wrong = blob.clone();
+        wrong[0] = b'X';
+        assert!(Table::parse(&wrong).is_none());
+    }
 }
