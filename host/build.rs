@@ -8,7 +8,7 @@
 //! `PROEM_GUEST_DIR`.
 //!
 //! Also writes the two BPE vocabulary tables the token counter reads in
-//! place (see `src/bpe/mod.rs`), taken from tiktoken-rs's own tables.
+//! place (see `src/bpe/mod.rs`) from OpenAI's vocabulary files in `vocab/`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -39,11 +39,12 @@ fn main() {
         "examples/persona-swap",
         "Cargo.lock",
         "host/src/bpe/table.rs",
+        "host/vocab",
     ] {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("set by cargo"));
-    write_vocabulary_tables(&out_dir);
+    write_vocabulary_tables(&manifest_dir.join("vocab"), &out_dir);
     // OUT_DIR is <target>/<profile>/build/<pkg>/out: share one guest build
     // between debug and release hosts.
     let target_dir = out_dir.ancestors().nth(4).unwrap_or(&out_dir).join("proem-guests");
@@ -99,20 +100,22 @@ fn main() {
     println!("cargo:rustc-env=PROEM_GUEST_DIR={}", path_str(&wasm_dir));
 }
 
-/// Writes `<name>.table` for each vocabulary: every ordinary token of
-/// tiktoken-rs's encoder, by rank (special tokens left out: proem counts
-/// their strings as ordinary text).
-fn write_vocabulary_tables(out_dir: &Path) {
-    let vocabularies = [("o200k_base", tiktoken_rs::o200k_base()), ("cl100k_base", tiktoken_rs::cl100k_base())];
-    for (name, bpe) in vocabularies {
-        let bpe = bpe.unwrap_or_else(|e| panic!("tiktoken-rs could not load {name}: {e}"));
-        let specials: Vec<&[u8]> = bpe.special_tokens().into_iter().map(str::as_bytes).collect();
+/// Writes `<name>.table` for each vocabulary from `vocab/<name>.tiktoken`:
+/// one token per line, its bytes in base64 and its rank, ranks in order
+/// from 0 (special tokens are not in these files: proem counts their
+/// strings as ordinary text).
+fn write_vocabulary_tables(vocab_dir: &Path, out_dir: &Path) {
+    for name in ["o200k_base", "cl100k_base"] {
+        let source = vocab_dir.join(format!("{name}.tiktoken"));
+        let text = std::fs::read_to_string(&source).unwrap_or_else(|e| panic!("read {}: {e}", source.display()));
         let mut tokens = Vec::new();
-        for rank in 0u32.. {
-            match bpe.decode_bytes(&[rank]) {
-                Ok(bytes) if !specials.contains(&bytes.as_slice()) => tokens.push(bytes),
-                _ => break,
+        for (i, line) in text.lines().enumerate() {
+            let bad = |what: &str| -> ! { panic!("{}:{}: {what}: {line:?}", source.display(), i + 1) };
+            let (encoded, rank) = line.split_once(' ').unwrap_or_else(|| bad("not `<base64> <rank>`"));
+            if rank.parse::<usize>().ok() != Some(tokens.len()) {
+                bad("ranks must run 0, 1, 2, ... in order");
             }
+            tokens.push(base64_decode(encoded).unwrap_or_else(|| bad("not base64")));
         }
         for byte in 0..=255u8 {
             assert!(tokens.iter().any(|t| t.as_slice() == [byte]), "{name} lacks the byte {byte}");
@@ -120,6 +123,41 @@ fn write_vocabulary_tables(out_dir: &Path) {
         let file = out_dir.join(format!("{name}.table"));
         std::fs::write(&file, table::write(&tokens)).unwrap_or_else(|e| panic!("write {}: {e}", file.display()));
     }
+}
+
+/// Standard base64 with `=` padding; `None` for anything else.
+fn base64_decode(text: &str) -> Option<Vec<u8>> {
+    let value = |c: u8| match c {
+        b'A'..=b'Z' => Some(c - b'A'),
+        b'a'..=b'z' => Some(c - b'a' + 26),
+        b'0'..=b'9' => Some(c - b'0' + 52),
+        b'+' => Some(62),
+        b'/' => Some(63),
+        _ => None,
+    };
+    let bytes = text.as_bytes();
+    if bytes.is_empty() || !bytes.len().is_multiple_of(4) {
+        return None;
+    }
+    let padding = bytes.iter().rev().take_while(|&&c| c == b'=').count();
+    if padding > 2 {
+        return None;
+    }
+    let mut out = Vec::with_capacity(bytes.len() / 4 * 3);
+    let mut bits = 0u32;
+    for (i, &c) in bytes[..bytes.len() - padding].iter().enumerate() {
+        bits = bits << 6 | u32::from(value(c)?);
+        if i % 4 == 3 {
+            out.extend_from_slice(&bits.to_be_bytes()[1..]);
+            bits = 0;
+        }
+    }
+    match padding {
+        1 => out.extend_from_slice(&(bits << 6).to_be_bytes()[1..3]),
+        2 => out.push((bits << 12).to_be_bytes()[1]),
+        _ => {}
+    }
+    Some(out)
 }
 
 fn path_str(p: &Path) -> String {

@@ -4,9 +4,9 @@
 //! tiktoken-rs builds an encoder by decoding ~200,000 base64 lines into hash
 //! maps, a decoder and a sorted copy (~120 ms and ~55 MB for o200k_base,
 //! paid by every process that counts). proem only ever needs a count, so
-//! `build.rs` takes each vocabulary from tiktoken-rs once, at compile time,
-//! and writes it as one flat table (see [`table`]) that is read in place
-//! from the binary: a process pays for the pages it touches (a few MB).
+//! `build.rs` turns each of OpenAI's vocabulary files (`host/vocab/`) into
+//! one flat table at compile time (see [`table`]), read in place from the
+//! binary: a process pays for the pages it touches.
 //! Counting is tiktoken's own method: the same pre-split ([`split`]) and the
 //! same merges ([`merge`]). Counts equal tiktoken-rs's, which stays the
 //! reference: `tests/tokenizer.rs` compares the two over random and
