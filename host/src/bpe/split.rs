@@ -17,7 +17,7 @@
 //! piece ended and runs forward only.
 //!
 //! Most pieces of prose are an ASCII word (with one leading space or
-//! punctuation character) or a few digits; [`ascii_piece`] reads those
+//! punctuation character) or a few digits; `ascii_piece` reads those
 //! directly, where the patterns' outcome depends on nothing but ASCII bytes,
 //! and leaves every other piece to the regex.
 
@@ -106,8 +106,8 @@ impl PreSplit {
                 // Unreachable (every character starts a match); should it
                 // happen, skip to the next match as tiktoken would.
                 match self.regex.search(&Input::new(hay).range(at..)) {
-                    Some(next) => at = next.start(),
-                    None => return,
+                    Some(next) if next.start() > at => at = next.start(),
+                    _ => return,
                 }
                 continue;
             };
