@@ -7,26 +7,32 @@
 
 use proem_host::bpe::Encoder;
 use proptest::prelude::*;
+use std::sync::OnceLock;
 use tiktoken_rs::CoreBPE;
 
 /// tiktoken-rs's cl100k_base pattern (inline in its `cl100k_base()`).
 const CL100K_PATTERN: &str = "'(?i:[sdmt]|ll|ve|re)|[^\\r\\n\\p{L}\\p{N}]?+\\p{L}++|\\p{N}{1,3}+| ?[^\\s\\p{L}\\p{N}]++[\\r\\n]*+|\\s++$|\\s*[\\r\\n]|\\s+(?!\\S)|\\s";
 
-fn vocabularies() -> [(&'static str, &'static Encoder, &'static CoreBPE, fancy_regex::Regex); 2] {
-    [
-        (
-            "o200k_base",
-            Encoder::o200k(),
-            tiktoken_rs::o200k_base_singleton(),
-            fancy_regex::Regex::new(tiktoken_rs::O200K_BASE_PAT_STR).unwrap(),
-        ),
-        (
-            "cl100k_base",
-            Encoder::cl100k(),
-            tiktoken_rs::cl100k_base_singleton(),
-            fancy_regex::Regex::new(CL100K_PATTERN).unwrap(),
-        ),
-    ]
+/// Each vocabulary: proem's encoder, tiktoken-rs's, and tiktoken-rs's
+/// pre-split pattern, compiled once for all the cases.
+fn vocabularies() -> &'static [(&'static str, &'static Encoder, &'static CoreBPE, fancy_regex::Regex); 2] {
+    static VOCABULARIES: OnceLock<[(&str, &Encoder, &CoreBPE, fancy_regex::Regex); 2]> = OnceLock::new();
+    VOCABULARIES.get_or_init(|| {
+        [
+            (
+                "o200k_base",
+                Encoder::o200k(),
+                tiktoken_rs::o200k_base_singleton(),
+                fancy_regex::Regex::new(tiktoken_rs::O200K_BASE_PAT_STR).unwrap(),
+            ),
+            (
+                "cl100k_base",
+                Encoder::cl100k(),
+                tiktoken_rs::cl100k_base_singleton(),
+                fancy_regex::Regex::new(CL100K_PATTERN).unwrap(),
+            ),
+        ]
+    })
 }
 
 /// Asserts proem's pieces and count of `text` equal tiktoken-rs's.
@@ -223,7 +229,7 @@ fn the_vendored_vocabularies_are_openais() {
 fn the_tables_hold_tiktokens_vocabularies() {
     for (name, ours, reference, _) in vocabularies() {
         let table = ours.table();
-        let expected = if name == "o200k_base" { 199_998 } else { 100_256 };
+        let expected = if *name == "o200k_base" { 199_998 } else { 100_256 };
         assert_eq!(table.len(), expected, "{name}");
         for rank in 0..table.len() as u32 {
             let bytes = table.token(rank);

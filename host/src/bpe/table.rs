@@ -50,6 +50,11 @@ fn key(tag: u64, len: usize) -> u64 {
     (tag << TAG_SHIFT) | ((len as u64) << LEN_SHIFT)
 }
 
+/// The rank a filled slot holds.
+fn slot_rank(entry: u64) -> u32 {
+    ((entry >> RANK_SHIFT) & ((1 << RANK_BITS) - 1)) as u32
+}
+
 /// The bits of a slot that [`key`] fills.
 const KEY_MASK: u64 = (((1 << TAG_BITS) - 1) << TAG_SHIFT) | (((1 << LEN_BITS) - 1) << LEN_SHIFT);
 
@@ -164,7 +169,7 @@ impl<'a> Table<'a> {
             if entry & KEY_MASK == want {
                 let start = (entry & ((1 << OFFSET_BITS) - 1)) as usize;
                 if self.bytes.get(start..start + piece.len()) == Some(piece) {
-                    return Some(((entry >> RANK_SHIFT) & ((1 << RANK_BITS) - 1)) as u32);
+                    return Some(slot_rank(entry));
                 }
             }
             at = (at + 1) & self.slot_mask;
@@ -189,7 +194,7 @@ pub fn write(tokens: &[Vec<u8>]) -> Vec<u8> {
         assert!(!token.is_empty() && token.len() <= MAX_TOKEN_LEN, "token {rank} is {} bytes", token.len());
         let (mut at, tag) = place(hash(token), slot_bits);
         while slots[at] != EMPTY {
-            let other = ((slots[at] >> RANK_SHIFT) & ((1 << RANK_BITS) - 1)) as usize;
+            let other = slot_rank(slots[at]) as usize;
             assert!(tokens[other] != *token, "token {rank} repeats token {other}");
             at = (at + 1) & mask;
         }
@@ -271,7 +276,7 @@ mod tests {
         let blob = write(&[b"a".to_vec(), b"bc".to_vec()]);
         assert!(Table::parse(&blob).is_some());
         assert!(Table::parse(&blob[..blob.len() - 1]).is_none(), "a short byte area");
-        assert!(Table::parse(b"PROEMBP1").is_none());
+        assert!(Table::parse(MAGIC).is_none(), "the magic alone");
         let mut wrong = blob.clone();
         wrong[0] = b'X';
         assert!(Table::parse(&wrong).is_none());
