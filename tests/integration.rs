@@ -14,6 +14,7 @@ mod containment;
 mod contributed;
 mod determinism;
 mod example_agent;
+mod executables;
 mod hardening;
 mod hostile;
 mod oci;

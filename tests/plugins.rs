@@ -418,7 +418,7 @@ fn compiled_components_are_cached_and_bad_entries_are_recompiled() {
         let set = PluginSet::load_with_cache(&configs, agent.path(), Some(dir.path())).unwrap();
         let ready = set.plugins()[0].state.as_ref().unwrap().clone();
         // Its describe answer is kept on disk after the first load: compile now.
-        ready.bindings().unwrap();
+        ready.link().unwrap();
         ready.compiled_from_cache().unwrap()
     };
     assert!(!load(), "first load compiles");
@@ -522,7 +522,7 @@ fn processes_racing_to_fill_the_cache_leave_valid_entries_and_nothing_else() {
         let set = PluginSet::load_with_cache(&configs, agent.path(), Some(&dir)).unwrap();
         for plugin in set.plugins() {
             let ready = plugin.state.as_ref().unwrap();
-            ready.bindings().unwrap();
+            ready.link().unwrap();
             assert_eq!(ready.compiled_from_cache(), Some(true), "every entry loads");
         }
         assert_eq!(agent.snapshot(), agent_before, "nothing written into the agent directory");

@@ -42,7 +42,13 @@ fn main() {
     let args = ["build", atlas.to_str().unwrap(), "--now", "2026-11-21T09:30:00Z"];
     run_process(proem, &args, &cache); // fill the caches
     let warm = (0..n(40)).map(|_| run_process(proem, &args, &cache)).collect::<Vec<_>>();
-    line(process_row("warm caches (components, token counts)", &warm));
+    line(process_row("warm caches (components, token counts, plugin answers)", &warm));
+    // The same build by the executable with wasmtime linked (what `proem`
+    // was before it handed plugin runs to it; src/cli.rs).
+    let full = env!("CARGO_BIN_EXE_proem-full");
+    run_process(full, &args, &cache); // its own plugin answers
+    let warm_full = (0..n(40)).map(|_| run_process(full, &args, &cache)).collect::<Vec<_>>();
+    line(process_row("warm caches, `proem-full` (wasmtime linked)", &warm_full));
     let first = (0..n(10).min(10))
         .map(|i| {
             let fresh = out_dir.join(format!("first-run-{i}"));

@@ -89,12 +89,23 @@ impl Assembler {
     /// (it must exist), else `<agent_dir>/proem.toml` when present, else the
     /// defaults.
     pub fn open(agent_dir: &Path, config: Option<&Path>) -> Result<Assembler, ProemError> {
+        Assembler::open_with(agent_dir, config, &crate::plugin::runtime::WASMTIME)
+    }
+
+    /// [`Assembler::open`] with the plugins' code run by `runtime` (see
+    /// [`crate::plugin::runtime`]).
+    pub fn open_with(
+        agent_dir: &Path,
+        config: Option<&Path>,
+        runtime: &'static dyn crate::plugin::runtime::Runtime,
+    ) -> Result<Assembler, ProemError> {
         let workspace = Workspace::open(agent_dir)?;
         let config_file = config_path(agent_dir, config);
         let config_found = config.is_some() || config_file.exists();
         let config = if config_found { Config::load(&config_file)? } else { Config::default() };
         prewarm(&config);
-        let plugins = PluginSet::load(&config.plugins, workspace.root())?;
+        let cache_dir = crate::plugin::cache::default_dir();
+        let plugins = PluginSet::load_with(&config.plugins, workspace.root(), cache_dir.as_deref(), runtime)?;
         Ok(Assembler::assemble(workspace, config, config_file, config_found, plugins))
     }
 

@@ -50,6 +50,13 @@ pub enum ProemError {
         /// What is wrong.
         message: String,
     },
+    /// The build needs a plugin's code to run (a plugin not described yet,
+    /// or a hook whose answer is not kept on disk), and the plugins were
+    /// opened with a runtime that runs none
+    /// ([`crate::plugin::runtime::AnswersOnly`]: `proem` then hands the
+    /// command to `proem-full`).
+    #[error("this build needs a plugin's code to run, and this executable runs none")]
+    PluginCodeNeeded,
     /// The protected sections alone do not fit the token budget.
     #[error("token budget of {budget} is too small: the protected sections (identity, tooling, safety, workspace) and the cache boundary need {needed} tokens, {over} over the budget; raise [budget] tokens or --budget to at least {needed}")]
     BudgetTooSmall {

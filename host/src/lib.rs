@@ -18,6 +18,8 @@ pub mod assembler;
 pub mod bootstrap;
 pub mod bpe;
 pub mod budget;
+#[doc(hidden)]
+pub mod cli;
 pub mod config;
 pub mod core_sections;
 pub mod error;

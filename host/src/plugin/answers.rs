@@ -11,9 +11,11 @@
 //!   time (0.2 `turn`, every 0.1 hook) are not kept: their keys change every
 //!   turn, so their entries would only fill the directory.
 //!
-//! Every key also holds the host's identity (this executable's path, size,
-//! inode and times: a rebuilt or upgraded proem never reads another's
-//! answers) and, for a plugin granted `workspace-read`, a stamp of every
+//! Every key also holds the identity of the runtime that ran the plugin
+//! (the executable that runs plugin code: its path, size, inode and times,
+//! so a rebuilt or upgraded proem never reads another's answers; `proem`
+//! reads what `proem-full` beside it kept, see [`crate::plugin::runtime`])
+//! and, for a plugin granted `workspace-read`, a stamp of every
 //! entry of the agent directory (see [`crate::memo::Snapshot::stamp`];
 //! without one, because a file changed in the last two seconds, nothing is
 //! kept for it). Only successful answers are kept, and a hit goes through
@@ -32,7 +34,6 @@ use crate::plugin::hooks::PluginInfo;
 use crate::plugin::sandbox::LogLine;
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
 const MAGIC: &str = "PROEMANSWER1";
 /// The most entries kept; a write that finds more removes the older half.
@@ -87,10 +88,11 @@ impl Answered {
 }
 
 impl Answers {
-    /// The answers kept under `cache_dir` (`None`: no cache directory, or
-    /// this executable cannot be identified).
-    pub fn open(cache_dir: Option<&Path>) -> Option<Answers> {
-        Some(Answers { dir: cache_dir?.join("answers"), host: host_identity()? })
+    /// The answers kept under `cache_dir` by the runtime whose identity is
+    /// `host` (see [`crate::plugin::runtime::Runtime::identity`]; `None`:
+    /// no cache directory, or a runtime that cannot be identified).
+    pub fn open(cache_dir: Option<&Path>, host: Option<u128>) -> Option<Answers> {
+        Some(Answers { dir: cache_dir?.join("answers"), host: host? })
     }
 
     /// The key of `parts` for this host: what [`Answers::get`] and
@@ -170,21 +172,17 @@ fn decode(data: &[u8]) -> Option<&[u8]> {
     (u64::from_str_radix(sum, 16).ok()? == xxhash_rust::xxh3::xxh3_64(payload)).then_some(payload)
 }
 
-/// This executable, as its file system sees it: a rebuilt or reinstalled
-/// proem (or a program embedding it) has another identity, so it never
-/// reads answers its code did not validate.
-fn host_identity() -> Option<u128> {
-    static IDENTITY: OnceLock<Option<u128>> = OnceLock::new();
-    *IDENTITY.get_or_init(|| {
-        let exe = std::env::current_exe().ok()?;
-        let stat = crate::memo::stat(rustix::fs::CWD, &exe, true)?;
-        let mut h = KeyHasher::default();
-        h.str(env!("CARGO_PKG_VERSION")).str(&exe.to_string_lossy());
-        stat.iter().for_each(|n| {
-            h.num(*n);
-        });
-        Some(h.finish())
-    })
+/// An executable, as its file system sees it (path, size, inode, times):
+/// a rebuilt or reinstalled proem (or a program embedding it) has another
+/// identity, so it never reads answers its code did not validate.
+pub fn executable_identity(exe: &Path) -> Option<u128> {
+    let stat = crate::memo::stat(rustix::fs::CWD, exe, true)?;
+    let mut h = KeyHasher::default();
+    h.str(env!("CARGO_PKG_VERSION")).str(&exe.to_string_lossy());
+    stat.iter().for_each(|n| {
+        h.num(*n);
+    });
+    Some(h.finish())
 }
 
 #[cfg(test)]
@@ -195,7 +193,7 @@ mod tests {
     #[test]
     fn an_entry_round_trips_and_a_damaged_one_is_a_miss() {
         let dir = tempfile::tempdir().unwrap();
-        let answers = Answers::open(Some(dir.path())).unwrap();
+        let answers = Answers::open(Some(dir.path()), Some(1)).unwrap();
         let value = Answered { response: Response::Bootstrap(Vec::new()), logs: vec![(true, "x".into())] };
         let key = answers.key(|h| {
             h.str("k");
@@ -217,7 +215,7 @@ mod tests {
     #[test]
     fn the_directory_stays_bounded() {
         let dir = tempfile::tempdir().unwrap();
-        let answers = Answers::open(Some(dir.path())).unwrap();
+        let answers = Answers::open(Some(dir.path()), Some(1)).unwrap();
         for i in 0..(MAX_ENTRIES as u128 + 10) {
             answers.put(i, &i.to_string());
         }

@@ -8,7 +8,8 @@
 //!                                                ─ describe (what hooks, what capabilities)
 //! each build ─ run_bootstrap (agent:bootstrap, in id order) ─ run_sections (sections + overlay, concurrent)
 //!            ─ memo: this process's, then answers kept on disk (hooks that see no clock)
-//!            ─ the plugin's code compiled and linked on its first call
+//!            ─ runtime::Runtime: the plugin's code compiled and linked on its first call
+//!              (runtime::AnswersOnly, in `proem`: no code, answers from disk or PluginCodeNeeded)
 //!            ─ call::call (fresh store, sandbox::Sandbox, deadline, memory limit, timeout;
 //!                          virtual_io: timers and poll in virtual time)
 //!            ─ hooks::validate_* (ids, slots, sizes, neutralised bodies) ─ merged like core sections
@@ -26,6 +27,7 @@ pub mod engine;
 pub mod hooks;
 pub mod install;
 pub mod oci;
+pub mod runtime;
 pub mod sandbox;
 pub mod scaffold;
 pub mod set;

@@ -14,11 +14,10 @@ use crate::config::PluginConfig;
 use crate::error::ProemError;
 use crate::memo::KeyHasher;
 use crate::plugin::answers::{Answered, Answers, Described};
-use crate::plugin::call::{self, CallLimits, Failure, Outcome, Request, Response};
-use crate::plugin::engine::{self, PluginEngine};
+use crate::plugin::call::{CallLimits, Failure, Outcome, Request, Response};
 use crate::plugin::hooks::{self, BuildContext, OutputCaps, PluginInfo, RawFile};
+use crate::plugin::runtime::{LinkResult, Linked, PendingCall, Runtime, WASMTIME};
 use crate::plugin::sandbox::{Grants, LogLine, Sandbox};
-use crate::plugin::wit::{v0_1, v0_2, Bindings};
 use crate::plugin::{binary, builtin, cache};
 use crate::report::{Diagnostic, PluginReport};
 use crate::section::Section;
@@ -72,19 +71,21 @@ pub struct Ready {
     code: Arc<Code>,
 }
 
-/// A plugin's binary and, once needed, its pre-instantiated bindings.
+/// A plugin's binary and, once needed, its code linked by the runtime.
 struct Code {
     /// The API version the binary was checked for.
     api: String,
     wasm: Wasm,
     cache_dir: Option<PathBuf>,
-    linked: OnceLock<Result<(Bindings, cache::Origin), String>>,
+    runtime: &'static dyn Runtime,
+    linked: OnceLock<LinkResult>,
 }
 
 impl Code {
-    fn bindings(&self) -> Result<&Bindings, String> {
-        let linked = self.linked.get_or_init(|| link(&self.wasm.bytes, &self.api, self.cache_dir.as_deref()));
-        linked.as_ref().map(|(b, _)| b).map_err(Clone::clone)
+    fn linked(&self) -> Result<&Arc<dyn Linked>, String> {
+        let linked =
+            self.linked.get_or_init(|| self.runtime.link(&self.wasm.bytes, &self.api, self.cache_dir.as_deref()));
+        linked.as_ref().map(|(l, _)| l).map_err(Clone::clone)
     }
 }
 
@@ -97,10 +98,10 @@ struct Wasm {
 }
 
 impl Ready {
-    /// The pre-instantiated bindings, compiled (through the component
-    /// cache) and linked on first use.
-    pub fn bindings(&self) -> Result<&Bindings, String> {
-        self.code.bindings()
+    /// Compiles (through the component cache) and links the plugin's code
+    /// now, if no call needed it yet.
+    pub fn link(&self) -> Result<(), String> {
+        self.code.linked().map(|_| ())
     }
 
     /// Whether the compiled code came from the component cache (`None`
@@ -134,14 +135,13 @@ impl LoadedPlugin {
     #[allow(clippy::too_many_arguments)]
     fn call(
         &self,
-        engine: &'static PluginEngine,
         code: &Code,
         agent_dir: &Path,
         now: Duration,
         tokenizer: Tokenizer,
         deadline: Duration,
         request: Request,
-    ) -> impl std::future::Future<Output = Outcome> + Send + 'static {
+    ) -> PendingCall {
         let grants = if matches!(request, Request::Info) { Grants::default() } else { self.grants };
         let sandbox = Sandbox {
             plugin: self.id.clone(),
@@ -151,13 +151,10 @@ impl LoadedPlugin {
             now,
             tokenizer,
         };
-        let bindings = code.bindings().cloned();
         let limits = CallLimits::for_plugin(deadline, self.caps);
-        async move {
-            match bindings {
-                Ok(bindings) => call::call(engine, bindings, sandbox, limits, request).await,
-                Err(e) => Outcome::host_failure(e),
-            }
+        match code.linked() {
+            Ok(linked) => linked.call(sandbox, limits, request),
+            Err(e) => Box::pin(std::future::ready(Outcome::host_failure(e))),
         }
     }
 }
@@ -183,10 +180,11 @@ struct CallKeys {
 }
 
 /// The plugins of one agent, sorted by id.
-#[derive(Default)]
 pub struct PluginSet {
     plugins: Vec<LoadedPlugin>,
     agent_dir: PathBuf,
+    /// What runs their code.
+    runtime: &'static dyn Runtime,
     /// Successful outcomes by [`call_key`]: a plugin is a pure function of
     /// what it can observe, so an identical call is not made twice.
     memo: Lock<HashMap<u128, Outcome>>,
@@ -266,6 +264,20 @@ impl PluginSet {
         agent_dir: &Path,
         cache_dir: Option<&Path>,
     ) -> Result<PluginSet, ProemError> {
+        PluginSet::load_with(configs, agent_dir, cache_dir, &WASMTIME)
+    }
+
+    /// [`PluginSet::load_with_cache`] on `runtime`. With one that runs no
+    /// code ([`crate::plugin::runtime::AnswersOnly`]), a plugin whose
+    /// `describe` answer is not kept on disk makes this
+    /// [`ProemError::PluginCodeNeeded`], and so does any build that would
+    /// call a hook whose answer is not kept.
+    pub fn load_with(
+        configs: &[PluginConfig],
+        agent_dir: &Path,
+        cache_dir: Option<&Path>,
+        runtime: &'static dyn Runtime,
+    ) -> Result<PluginSet, ProemError> {
         let mut plugins: Vec<LoadedPlugin> = Vec::with_capacity(configs.len());
         let prepared: Vec<(LoadedPlugin, Result<Wasm, String>)> =
             configs.iter().map(|c| prepare(c, agent_dir)).collect();
@@ -291,10 +303,11 @@ impl PluginSet {
             }
         }
         // Identifying this executable costs a stat: only with plugins.
-        let answers = if prepared.is_empty() { None } else { Answers::open(cache_dir) };
+        let answers = if prepared.is_empty() { None } else { Answers::open(cache_dir, runtime.identity()) };
         let empty = || PluginSet {
             plugins: Vec::new(),
             agent_dir: agent_dir.to_path_buf(),
+            runtime,
             memo: Lock::default(),
             answers: answers.clone(),
         };
@@ -310,9 +323,13 @@ impl PluginSet {
                 let wasm = wasm.as_ref().ok()?;
                 let answers = answers.as_ref()?;
                 let described: Described = answers.get(describe_key(answers, wasm))?;
-                Some(Ok(ready(described, wasm, cache_dir)))
+                Some(Ok(ready(described, wasm, cache_dir, runtime)))
             })
             .collect();
+        let undescribed = prepared.iter().zip(&states).any(|((_, wasm), state)| wasm.is_ok() && state.is_none());
+        if undescribed && !runtime.runs_code() {
+            return Err(ProemError::PluginCodeNeeded);
+        }
         // The rest are checked, compiled and described, in parallel: cold
         // compiles are the slow part of a first run.
         std::thread::scope(|scope| {
@@ -324,7 +341,7 @@ impl PluginSet {
                     let answers = answers.as_ref();
                     scope.spawn(move || {
                         let wasm = wasm.as_ref().map_err(Clone::clone)?;
-                        let ready = open(plugin, wasm, cache_dir, agent_dir, answers);
+                        let ready = open(plugin, wasm, cache_dir, agent_dir, answers, runtime);
                         ready.map_err(|e| format!("{}: {e}", plugin.origin))
                     })
                 })
@@ -421,7 +438,7 @@ impl PluginSet {
                     let raw = raw_files(&seen);
                     let request = Request::Bootstrap(with_config(ctx, plugin), raw);
                     let clock = if split { Duration::ZERO } else { now };
-                    let outcome = self.run_jobs(vec![(plugin, ready, clock, request)], tokenizer).remove(0);
+                    let outcome = self.run_jobs(vec![(plugin, ready, clock, request)], tokenizer)?.remove(0);
                     self.remember(keys, outcome)
                 }
             };
@@ -539,7 +556,7 @@ impl PluginSet {
             }
         }
         if !pending.is_empty() {
-            let made = self.run_jobs(jobs_to_run, tokenizer);
+            let made = self.run_jobs(jobs_to_run, tokenizer)?;
             for ((slot, keys), outcome) in pending.into_iter().zip(made) {
                 outcomes[slot] = Some(self.remember(keys, outcome));
             }
@@ -590,20 +607,20 @@ type Job<'p> = (&'p LoadedPlugin, &'p Ready, Duration, Request);
 impl PluginSet {
     /// Makes `jobs` concurrently and returns their outcomes in order,
     /// compiling first (in parallel) the plugins no call needed yet. When
-    /// the wasm engine cannot start, each fails with its reason.
-    fn run_jobs(&self, jobs: Vec<Job<'_>>, tokenizer: Tokenizer) -> Vec<Outcome> {
-        let engine = match engine::get() {
-            Ok(engine) => engine,
-            Err(e) => return jobs.iter().map(|_| Outcome::host_failure(e.clone())).collect(),
-        };
+    /// the wasm engine cannot start, each fails with its reason; on a
+    /// runtime that runs no code, the build cannot go on.
+    fn run_jobs(&self, jobs: Vec<Job<'_>>, tokenizer: Tokenizer) -> Result<Vec<Outcome>, ProemError> {
+        if !self.runtime.runs_code() {
+            return Err(ProemError::PluginCodeNeeded);
+        }
         link_all(jobs.iter().map(|job| job.1));
         let calls = jobs
             .into_iter()
             .map(|(plugin, ready, clock, request)| {
-                plugin.call(engine, &ready.code, &self.agent_dir, clock, tokenizer, plugin.deadline, request)
+                plugin.call(&ready.code, &self.agent_dir, clock, tokenizer, plugin.deadline, request)
             })
             .collect();
-        run_calls(engine, calls)
+        Ok(self.runtime.run(calls))
     }
 }
 
@@ -619,7 +636,7 @@ fn link_all<'r>(readies: impl Iterator<Item = &'r Ready>) {
     std::thread::scope(|scope| {
         for ready in missing {
             scope.spawn(move || {
-                let _ = ready.bindings();
+                let _ = ready.code.linked();
             });
         }
     });
@@ -643,7 +660,9 @@ impl PluginSet {
     /// check` finds a hook implemented but not declared, which proem would
     /// never call. Not used by builds.
     pub fn probe_hooks(&self, ctx: &BuildContext, files: &[BootstrapFile]) -> Vec<(String, Vec<HookProbe>)> {
-        let Ok(engine) = engine::get() else { return Vec::new() };
+        if !self.runtime.runs_code() {
+            return Vec::new();
+        }
         let raw = raw_files(files);
         let mut out = Vec::new();
         for plugin in &self.plugins {
@@ -668,7 +687,6 @@ impl PluginSet {
                 .map(|(_, _, request)| {
                     let now = Duration::from_secs(u64::try_from(ctx.unix_seconds).unwrap_or(0));
                     plugin.call(
-                        engine,
                         &ready.code,
                         &self.agent_dir,
                         now,
@@ -680,7 +698,7 @@ impl PluginSet {
                 .collect();
             let probes = hooks
                 .iter()
-                .zip(run_calls(engine, calls))
+                .zip(self.runtime.run(calls))
                 .map(|((hook, declared, _), outcome)| HookProbe {
                     hook,
                     declared: *declared,
@@ -852,21 +870,6 @@ fn with_config(ctx: &BuildContext, plugin: &LoadedPlugin) -> BuildContext {
     BuildContext { config_json: plugin.config_json.clone(), ..ctx.clone() }
 }
 
-/// Runs calls concurrently and returns their outcomes in order; a call
-/// whose task ended without answering becomes a host failure.
-fn run_calls<F>(engine: &'static PluginEngine, calls: Vec<F>) -> Vec<Outcome>
-where
-    F: std::future::Future<Output = Outcome> + Send + 'static,
-{
-    engine
-        .run_all(calls)
-        .into_iter()
-        .map(|outcome| {
-            outcome.unwrap_or_else(|| Outcome::host_failure("the plugin task ended without an answer".into()))
-        })
-        .collect()
-}
-
 /// Applies a hook's file list: records which files it changed or added,
 /// reports drops, and puts the files back in load order (standard files
 /// first, then the rest by name) so the hook's own ordering never matters.
@@ -976,16 +979,17 @@ fn describe_key(answers: &Answers, wasm: &Wasm) -> u128 {
 
 /// A plugin ready to run, from what `describe` said; compiled when a call
 /// needs it.
-fn ready(described: Described, wasm: &Wasm, cache_dir: Option<&Path>) -> Ready {
-    Ready { info: described.info, code: Arc::new(code(described.api, wasm, cache_dir)) }
+fn ready(described: Described, wasm: &Wasm, cache_dir: Option<&Path>, runtime: &'static dyn Runtime) -> Ready {
+    Ready { info: described.info, code: Arc::new(code(described.api, wasm, cache_dir, runtime)) }
 }
 
 /// A binary's code, not compiled yet.
-fn code(api: String, wasm: &Wasm, cache_dir: Option<&Path>) -> Code {
+fn code(api: String, wasm: &Wasm, cache_dir: Option<&Path>, runtime: &'static dyn Runtime) -> Code {
     Code {
         api,
         wasm: Wasm { bytes: wasm.bytes.clone(), identity: wasm.identity.clone() },
         cache_dir: cache_dir.map(Path::to_path_buf),
+        runtime,
         linked: OnceLock::new(),
     }
 }
@@ -998,14 +1002,14 @@ fn open(
     cache_dir: Option<&Path>,
     agent_dir: &Path,
     answers: Option<&Answers>,
+    runtime: &'static dyn Runtime,
 ) -> Result<Ready, String> {
     let api = binary::check(&wasm.bytes)?;
-    let code = code(api.clone(), wasm, cache_dir);
-    let _ = code.linked.set(Ok(link(&wasm.bytes, &api, cache_dir)?));
-    let engine = engine::get()?;
+    let code = code(api.clone(), wasm, cache_dir, runtime);
+    let _ = code.linked.set(Ok(runtime.link(&wasm.bytes, &api, cache_dir)?));
     let describe =
-        plugin.call(engine, &code, agent_dir, Duration::ZERO, Tokenizer::O200kBase, DESCRIBE_DEADLINE, Request::Info);
-    let outcome = run_calls(engine, vec![describe]).remove(0);
+        plugin.call(&code, agent_dir, Duration::ZERO, Tokenizer::O200kBase, DESCRIBE_DEADLINE, Request::Info);
+    let outcome = runtime.run(vec![describe]).remove(0);
     let info = match outcome.result {
         Ok(Response::Info(info)) => info,
         Ok(_) => return Err("describe answered with the wrong hook".into()),
@@ -1016,25 +1020,4 @@ fn open(
         answers.put(describe_key(answers, wasm), &described);
     }
     Ok(Ready { info: described.info, code: Arc::new(code) })
-}
-
-/// Compiles `wasm` (through the component cache) and pre-instantiates it
-/// with the bindings of its API version.
-fn link(wasm: &[u8], api: &str, cache_dir: Option<&Path>) -> Result<(Bindings, cache::Origin), String> {
-    let engine = engine::get()?;
-    let (component, origin) = cache::load_or_compile(&engine.engine, wasm, cache_dir)?;
-    let pre = engine
-        .linker
-        .instantiate_pre(&component)
-        .map_err(|e| format!("cannot link against this proem: {}", cache::error_chain(&e)))?;
-    let bindings = match api.split('.').take(2).collect::<Vec<_>>()[..] {
-        ["0", "1"] => Bindings::V0_1(
-            v0_1::PluginPre::new(pre).map_err(|e| format!("does not match API {api}: {}", cache::error_chain(&e)))?,
-        ),
-        ["0", "2"] => Bindings::V0_2(
-            v0_2::PluginPre::new(pre).map_err(|e| format!("does not match API {api}: {}", cache::error_chain(&e)))?,
-        ),
-        _ => return Err(format!("API {api} has no bindings in this proem")),
-    };
-    Ok((bindings, origin))
 }

@@ -1,0 +1,584 @@
+//! The command line of proem's two executables.
+//!
+//! `proem-full` (src/bin/proem-full.rs) runs every command, with plugins
+//! run in wasmtime. `proem` (src/main.rs) answers `build` itself when every
+//! plugin answer it needs is kept on disk (a warm turn: see
+//! [`crate::plugin::answers`]), with [`AnswersOnly`] as its plugin runtime,
+//! so wasmtime is not linked into it; anything else (another command, a
+//! plugin that must run, no cache) it hands to `proem-full` beside it, which
+//! replaces the process with the same arguments, environment and standard
+//! streams. Both parse the same [`Cli`], so usage, `--help` and errors read
+//! the same.
+
+use crate::config::PluginConfig;
+use crate::plugin::runtime::{AnswersOnly, Runtime, WASMTIME};
+use crate::plugin::{builtin, PluginSet};
+use crate::render::Format;
+use crate::request::{BuildRequest, ToolsInput};
+use crate::turn::load_tools_file;
+use crate::{inspect, Assembler, ChatKind, Mode, ProemError, Turn};
+use clap::{Args, Parser, Subcommand};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Assemble an LLM agent's system prompt from its workspace: deterministic,
+/// fitted to an exact token budget, split at a prompt-cache boundary.
+#[derive(Parser)]
+#[command(name = "proem", bin_name = "proem", version, about, long_about = None, after_help = "\
+Exit status: 0 built, 1 bad input (the message names the file and the problem), 2 usage error.
+Logs go to stderr; set PROEM_LOG (or RUST_LOG) to e.g. debug or proem_host=trace.")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Build the system prompt for one turn and print it.
+    Build {
+        #[command(flatten)]
+        turn: TurnArgs,
+        /// Output: the prompt text, the full JSON report, Anthropic system
+        /// blocks (cache_control on the stable block), or one OpenAI system
+        /// message (marker removed).
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+        /// Fail (exit 1, nothing printed) when any plugin failed to load or
+        /// was left out of the build, instead of building without it.
+        #[arg(long)]
+        strict: bool,
+    },
+    /// Build, then show where every character and token came from: sections
+    /// and files largest first, with the stable and dynamic totals.
+    Inspect {
+        #[command(flatten)]
+        turn: TurnArgs,
+    },
+    /// Serve builds over HTTP to agent runtimes in any language, with an
+    /// inspector page at `/`. One warm assembler per agent; an agent whose
+    /// proem.toml or plugin files change is reloaded in the background (a
+    /// reload that fails keeps the last good config serving). API under
+    /// /v1 (OpenAPI at /v1/openapi.json), /healthz, /readyz, /metrics.
+    /// Prints `listening on http://ADDR` once it accepts connections; stops
+    /// on SIGTERM or SIGINT after finishing the builds in flight.
+    Serve {
+        /// Agent directories to serve (each one's id is its folder name).
+        #[arg(value_name = "AGENT_DIR")]
+        agent_dirs: Vec<PathBuf>,
+        /// Serve every subfolder of DIR that has a proem.toml, picking up new
+        /// and removed ones while running.
+        #[arg(long, value_name = "DIR", conflicts_with = "agent_dirs")]
+        agents: Option<PathBuf>,
+        /// Address to listen on. A non-loopback address needs --token-file
+        /// (or --insecure).
+        #[arg(long, value_name = "ADDR", default_value = crate::serve::DEFAULT_LISTEN)]
+        listen: std::net::SocketAddr,
+        /// A file holding the bearer token every /v1 and /metrics request
+        /// must carry (`Authorization: Bearer TOKEN`; 16+ characters).
+        #[arg(long, value_name = "FILE")]
+        token_file: Option<PathBuf>,
+        /// Allow a non-loopback --listen without a token.
+        #[arg(long)]
+        insecure: bool,
+        /// Builds running at once [default: twice the cores].
+        #[arg(long, value_name = "N")]
+        concurrent: Option<usize>,
+        /// Requests waiting for a build slot before new ones get 503 with Retry-After.
+        #[arg(long, value_name = "N", default_value_t = 256)]
+        queue: usize,
+        /// The largest request body in bytes (over it: 413).
+        #[arg(long, value_name = "BYTES", default_value_t = 4 * 1024 * 1024)]
+        max_body: usize,
+        /// A request's deadline in milliseconds, from its first byte: a body
+        /// still arriving then is a 408, a build still queued or running a 503.
+        #[arg(long, value_name = "MS", default_value_t = 10_000)]
+        timeout_ms: u64,
+    },
+    /// Work on a plugin binary: `proem plugin check FILE.wasm`.
+    Plugin {
+        #[command(subcommand)]
+        action: PluginAction,
+    },
+    /// List plugins: the built-in ones (no AGENT_DIR), or the agent's
+    /// configured ones, with id, version, hooks, the capabilities each asks
+    /// for, what proem.toml grants it, and whether it loads.
+    Plugins {
+        /// An agent directory whose proem.toml [[plugins]] to list.
+        #[arg(value_name = "AGENT_DIR")]
+        agent_dir: Option<PathBuf>,
+        /// Config file to use instead of AGENT_DIR/proem.toml.
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
+enum PluginAction {
+    /// Check a plugin binary the way proem loads one (a component, a
+    /// supported API version, only imports proem provides, describe
+    /// answering, declared hooks exported), each problem with its fix.
+    /// Exit 1 when any check fails.
+    Check {
+        /// The plugin's .wasm file.
+        #[arg(value_name = "FILE.wasm")]
+        file: PathBuf,
+    },
+    /// Fetch a plugin published as an OCI artifact (the Wasm component
+    /// layout of wkg, Spin and wasmCloud) into AGENT_DIR/plugins/ and add its
+    /// [[plugins]] entry to proem.toml with the component's sha256 pinned.
+    /// The binary is checked before anything is written; nothing existing
+    /// is overwritten. A registry on this machine (localhost, 127.0.0.1,
+    /// [::1]) is spoken to over HTTP, any other over HTTPS only. Credentials:
+    /// PROEM_REGISTRY_USER and PROEM_REGISTRY_PASSWORD, else anonymous.
+    Pull {
+        /// oci://REGISTRY/REPOSITORY:TAG (or @sha256:DIGEST).
+        #[arg(value_name = "OCI_REF")]
+        reference: String,
+        /// The agent directory to add the plugin to.
+        #[arg(long = "into", value_name = "AGENT_DIR")]
+        into: PathBuf,
+        /// The plugin id in proem.toml (default: the repository's last part).
+        #[arg(long, value_name = "ID")]
+        id: Option<String>,
+    },
+    /// Add a local plugin binary to an agent: copies it to
+    /// AGENT_DIR/plugins/ and appends its [[plugins]] entry, sha256 pinned,
+    /// to proem.toml (the folder is created if missing). The binary is
+    /// checked first; nothing existing is overwritten.
+    Add {
+        /// The plugin's .wasm file.
+        #[arg(value_name = "FILE.wasm")]
+        file: PathBuf,
+        /// The agent directory to add the plugin to.
+        #[arg(long = "into", value_name = "AGENT_DIR")]
+        into: PathBuf,
+        /// The plugin id in proem.toml (default: from the file name).
+        #[arg(long, value_name = "ID")]
+        id: Option<String>,
+    },
+    /// Publish a plugin binary as an OCI artifact (one application/wasm
+    /// layer, config application/vnd.wasm.config.v0+json), after checking it
+    /// loads in this proem. Prints the sha256 to pin.
+    Push {
+        /// The plugin's .wasm file.
+        #[arg(value_name = "FILE.wasm")]
+        file: PathBuf,
+        /// oci://REGISTRY/REPOSITORY:TAG
+        #[arg(value_name = "OCI_REF")]
+        reference: String,
+    },
+    /// Create a standalone plugin crate NAME in the current folder: its own
+    /// rust-toolchain.toml (with the wasm32-wasip2 target), a cdylib,
+    /// proem-sdk, and the hooks asked for. Build it with
+    /// `cargo build --release --target wasm32-wasip2`.
+    New {
+        /// The crate and plugin name (a-z, 0-9, -, _).
+        #[arg(value_name = "NAME")]
+        name: String,
+        /// What to implement, comma-separated: stable (a section above the
+        /// cache boundary; `sections` is the same), overlay (a prefix for one
+        /// provider, also stable), turn (a section below the boundary, with
+        /// the turn's time and channel), bootstrap (the agent:bootstrap hook).
+        #[arg(long, value_name = "HOOKS", default_value = "stable", value_delimiter = ',')]
+        hooks: Vec<String>,
+        /// Depend on a local proem-sdk (a folder) instead of the published one.
+        #[arg(long, value_name = "DIR")]
+        sdk_path: Option<PathBuf>,
+    },
+}
+
+/// What `plugin add` and `plugin pull` tell the operator.
+fn installed(agent_dir: &std::path::Path, done: &crate::plugin::install::Installed) -> String {
+    format!(
+        "wrote {}\nadded [[plugins]] id = \"{}\" to {} with sha256 = \"{}\"\n",
+        agent_dir.join(&done.path).display(),
+        done.id,
+        agent_dir.join("proem.toml").display(),
+        done.sha256
+    )
+}
+
+#[derive(Args)]
+struct TurnArgs {
+    /// The agent directory (workspace files, skills/, proem.toml).
+    #[arg(value_name = "AGENT_DIR")]
+    agent_dir: PathBuf,
+    /// Config file to use instead of AGENT_DIR/proem.toml.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Force a prompt mode (otherwise: session key, then config, then full).
+    #[arg(long, value_name = "MODE", value_parser = parse_mode)]
+    mode: Option<Mode>,
+    /// Session key; `…:heartbeat…` caps the mode at minimal, `…:subagent:…`
+    /// and `…:cron:…` at task and keep only the sub-agent file allowlist.
+    #[arg(long, value_name = "KEY")]
+    session_key: Option<String>,
+    /// This turn is a heartbeat (as a session key with a `heartbeat` segment
+    /// says too): HEARTBEAT.md and the heartbeat ack contract are included,
+    /// and the mode is capped at minimal.
+    #[arg(long)]
+    heartbeat: bool,
+    /// The runtime lets the agent stay silent this turn (group chats always
+    /// do): the prompt says which exact reply means "say nothing".
+    #[arg(long)]
+    replies_optional: bool,
+    /// The thinking (reasoning) level of this turn, for the runtime line
+    /// (overrides [runtime] thinking).
+    #[arg(long, value_name = "LEVEL")]
+    thinking: Option<String>,
+    /// Provider name (overrides [provider] name).
+    #[arg(long, value_name = "P")]
+    provider: Option<String>,
+    /// Model id (overrides [provider] model; picks the tokenizer).
+    #[arg(long, value_name = "M")]
+    model: Option<String>,
+    /// Channel the message came from (telegram, slack, …).
+    #[arg(long, value_name = "C")]
+    channel: Option<String>,
+    /// Direct message or group chat.
+    #[arg(long, value_name = "KIND", value_parser = ["direct", "group"])]
+    chat_kind: Option<String>,
+    /// Title of the group chat.
+    #[arg(long, value_name = "T")]
+    group_title: Option<String>,
+    /// Extra system prompt for this turn.
+    #[arg(long, value_name = "TEXT")]
+    extra: Option<String>,
+    /// An owner's sender id (repeat for several).
+    #[arg(long = "owner", value_name = "ID")]
+    owners: Vec<String>,
+    /// Tools JSON file: a list of {name, description, parameters} (overrides [tools] file).
+    #[arg(long, value_name = "FILE")]
+    tools: Option<PathBuf>,
+    /// The turn's time, RFC 3339 (default: now). Only the date reaches the prompt.
+    #[arg(long, value_name = "RFC3339")]
+    now: Option<String>,
+    /// IANA time zone for the date (default: UTC).
+    #[arg(long, value_name = "TZ")]
+    timezone: Option<String>,
+    /// Whole-prompt token budget (overrides [budget] tokens).
+    #[arg(long, value_name = "TOKENS")]
+    budget: Option<usize>,
+}
+
+fn parse_mode(s: &str) -> Result<Mode, String> {
+    s.parse()
+}
+
+/// The executable `proem` hands commands to, beside it.
+pub const FULL: &str = "proem-full";
+
+/// `proem-full`: every command, plugins run in wasmtime.
+pub fn full() -> ExitCode {
+    crate::allocator::tune();
+    init_logging(Logs::Stderr);
+    finish(run(Cli::parse()))
+}
+
+/// `proem`: `build` from the plugin answers kept on disk, everything else
+/// handed to [`FULL`] (see the module's documentation).
+pub fn front() -> ExitCode {
+    crate::allocator::tune();
+    // Held back until this process is sure to answer: after a hand-over,
+    // `proem-full` logs the same things itself.
+    init_logging(Logs::HeldBack);
+    let cli = Cli::parse();
+    let full = std::env::current_exe().ok().map(|exe| exe.with_file_name(FULL));
+    if let Command::Build { turn, format, strict } = &cli.command {
+        // 'static: the plugins keep their runtime; one per process.
+        let runtime: &'static AnswersOnly = Box::leak(Box::new(AnswersOnly::of(full.as_deref())));
+        match build_command(turn, *format, *strict, runtime) {
+            Err(ProemError::PluginCodeNeeded) => {
+                release_logs(false);
+                tracing::debug!("a plugin must run");
+            }
+            done => {
+                release_logs(true);
+                return finish(done);
+            }
+        }
+    } else {
+        release_logs(false);
+    }
+    hand_over(full.as_deref())
+}
+
+/// Replaces this process with [`FULL`], same arguments, environment and
+/// standard streams (the process id, and so signals, stay the same).
+fn hand_over(full: Option<&Path>) -> ExitCode {
+    tracing::debug!("handing the command to {FULL}");
+    let Some(full) = full else {
+        eprintln!("proem: error: cannot find where this executable is, to run {FULL} beside it");
+        return ExitCode::from(1);
+    };
+    let mut args = std::env::args_os();
+    let mut command = std::process::Command::new(full);
+    #[cfg(unix)]
+    let err = {
+        use std::os::unix::process::CommandExt;
+        command.arg0(args.next().unwrap_or_else(|| "proem".into())).args(args).exec()
+    };
+    #[cfg(not(unix))]
+    let err = match command.args(args.skip(1)).status() {
+        Ok(status) => return ExitCode::from(status.code().map_or(1, |c| c as u8)),
+        Err(e) => e,
+    };
+    eprintln!(
+        "proem: error: cannot start {}: {err}; proem runs plugins with it (cargo build and cargo install put it beside proem)",
+        full.display()
+    );
+    ExitCode::from(1)
+}
+
+/// Prints a command's output, or its error, and gives the exit status.
+fn finish(done: Result<Output, ProemError>) -> ExitCode {
+    match done {
+        Ok(Output { text, failure }) => {
+            print!("{text}");
+            match failure {
+                None => ExitCode::SUCCESS,
+                Some(why) => {
+                    eprintln!("proem: error: {why}");
+                    ExitCode::from(1)
+                }
+            }
+        }
+        Err(e) => {
+            eprintln!("proem: error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// What a command prints, and why it fails after printing (exit 1), if so.
+struct Output {
+    text: String,
+    failure: Option<String>,
+}
+
+impl From<String> for Output {
+    fn from(text: String) -> Output {
+        Output { text, failure: None }
+    }
+}
+
+/// The table of a plugin set, failing when a configured plugin did not load.
+fn plugins_output(set: &PluginSet) -> Output {
+    let failed: Vec<&str> = set.plugins().iter().filter(|p| p.state.is_err()).map(|p| p.id.as_str()).collect();
+    Output {
+        text: inspect::plugins_table(set),
+        failure: (!failed.is_empty()).then(|| {
+            format!(
+                "{} configured plugin(s) failed to load: {} (the reasons are above)",
+                failed.len(),
+                failed.join(", ")
+            )
+        }),
+    }
+}
+
+fn run(cli: Cli) -> Result<Output, ProemError> {
+    match cli.command {
+        Command::Build { turn, format, strict } => build_command(&turn, format, strict, &WASMTIME),
+        Command::Serve {
+            agent_dirs,
+            agents,
+            listen,
+            token_file,
+            insecure,
+            concurrent,
+            queue,
+            max_body,
+            timeout_ms,
+        } => {
+            use crate::serve::{agents::Source, Limits, Options};
+            let source = match (agents, agent_dirs.is_empty()) {
+                (Some(dir), _) => Source::Parent(dir),
+                (None, false) => Source::Dirs(agent_dirs),
+                (None, true) => {
+                    return Err(ProemError::input(
+                        "AGENT_DIR",
+                        "give agent directories, or --agents DIR to serve its subfolders",
+                    ))
+                }
+            };
+            let defaults = Limits::default();
+            let limits = Limits {
+                concurrent: concurrent.unwrap_or(defaults.concurrent),
+                queue,
+                body_bytes: max_body,
+                timeout: std::time::Duration::from_millis(timeout_ms),
+            };
+            let options = Options { source, listen, token_file, insecure, limits };
+            crate::serve::run(options, |addr| {
+                use std::io::Write;
+                println!("listening on http://{addr}");
+                let _ = std::io::stdout().flush();
+            })
+            .map_err(|e| ProemError::input("serve", e))?;
+            Ok(String::new().into())
+        }
+        Command::Inspect { turn } => Ok(inspect::table(&build(&turn)?).into()),
+        Command::Plugin { action: PluginAction::New { name, hooks, sdk_path } } => {
+            use crate::plugin::scaffold::{new_plugin, ScaffoldHook};
+            let hooks = hooks.iter().map(|h| ScaffoldHook::parse(h)).collect::<Result<Vec<_>, _>>();
+            let hooks = hooks.map_err(|e| ProemError::input("--hooks", e))?;
+            let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+            let dir =
+                new_plugin(&here, &name, &hooks, sdk_path.as_deref()).map_err(|e| ProemError::input("NAME", e))?;
+            Ok(format!(
+                "created {}
+next:
+  cd {name}
+  cargo build --release --target wasm32-wasip2
+  proem plugin check target/wasm32-wasip2/release/{}.wasm
+",
+                dir.display(),
+                name.replace('-', "_")
+            )
+            .into())
+        }
+        Command::Plugin { action: PluginAction::Pull { reference, into, id } } => {
+            let pulled = crate::plugin::oci::pull(&reference, &into, id.as_deref())
+                .map_err(|e| ProemError::input("plugin pull", e))?;
+            Ok(format!("pulled {reference}\n{}", installed(&into, &pulled)).into())
+        }
+        Command::Plugin { action: PluginAction::Add { file, into, id } } => {
+            let added = crate::plugin::install::add(&file, &into, id.as_deref())
+                .map_err(|e| ProemError::input("plugin add", e))?;
+            Ok(installed(&into, &added).into())
+        }
+        Command::Plugin { action: PluginAction::Push { file, reference } } => {
+            let pushed =
+                crate::plugin::oci::push(&file, &reference).map_err(|e| ProemError::input("plugin push", e))?;
+            Ok(format!("pushed {} to {}\nsha256 {}\n", file.display(), pushed.reference, pushed.sha256).into())
+        }
+        Command::Plugin { action: PluginAction::Check { file } } => {
+            let report = crate::plugin::check::check(&file);
+            Ok(Output {
+                text: report.text,
+                failure: (!report.ok).then(|| format!("{}: the plugin has problems (listed above)", file.display())),
+            })
+        }
+        Command::Plugins { agent_dir: Some(dir), config } => {
+            Ok(plugins_output(Assembler::open(&dir, config.as_deref())?.plugins()))
+        }
+        Command::Plugins { agent_dir: None, config: Some(_) } => {
+            Err(ProemError::input("--config", "give the agent directory too: proem plugins AGENT_DIR --config FILE"))
+        }
+        Command::Plugins { agent_dir: None, config: None } => {
+            let configs: Vec<PluginConfig> = builtin::ids()
+                .into_iter()
+                .map(|id| PluginConfig {
+                    id: id.to_string(),
+                    source: Some(format!("builtin:{id}")),
+                    ..PluginConfig::default()
+                })
+                .collect();
+            let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+            Ok(plugins_output(&PluginSet::load(&configs, &here)?))
+        }
+    }
+}
+
+/// `proem build`, its plugins run by `runtime`.
+fn build_command(
+    turn: &TurnArgs,
+    format: Format,
+    strict: bool,
+    runtime: &'static dyn Runtime,
+) -> Result<Output, ProemError> {
+    let request = BuildRequest { format: Some(format), strict, ..turn.request() };
+    let assembler = Assembler::open_with(&turn.agent_dir, turn.config.as_deref(), runtime)?;
+    let (_, text) = crate::request::build(&assembler, &request, &turn.turn(&request)?)?;
+    Ok(text.into())
+}
+
+fn build(args: &TurnArgs) -> Result<crate::Built, ProemError> {
+    let assembler = Assembler::open(&args.agent_dir, args.config.as_deref())?;
+    assembler.build(&args.turn(&args.request())?)
+}
+
+impl TurnArgs {
+    /// The flags as the request the service takes too.
+    fn request(&self) -> BuildRequest {
+        BuildRequest {
+            mode: self.mode,
+            session_key: self.session_key.clone(),
+            heartbeat: self.heartbeat,
+            replies_optional: self.replies_optional,
+            thinking: self.thinking.clone(),
+            provider: self.provider.clone(),
+            model: self.model.clone(),
+            channel: self.channel.clone(),
+            chat_kind: self.chat_kind.as_deref().map(|k| k.parse::<ChatKind>().expect("clap checked the value")),
+            group_title: self.group_title.clone(),
+            extra: self.extra.clone(),
+            owners: self.owners.clone(),
+            tools: self.tools.as_ref().map(|p| ToolsInput::File(p.display().to_string())),
+            now: self.now.clone(),
+            timezone: self.timezone.clone(),
+            budget: self.budget,
+            format: None,
+            strict: false,
+        }
+    }
+
+    /// The turn; `--tools` is a path (anywhere, as the user typed it).
+    fn turn(&self, request: &BuildRequest) -> Result<Turn, ProemError> {
+        request.turn(&|path| load_tools_file(std::path::Path::new(path)))
+    }
+}
+
+/// Where log lines go.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Logs {
+    /// Straight to stderr.
+    Stderr,
+    /// Into memory until [`release_logs`] says whether to print them.
+    HeldBack,
+}
+
+/// Log lines held back (`None`: they go to stderr).
+static HELD_LOGS: crate::sync::Lock<Option<Vec<u8>>> = crate::sync::Lock::new(None);
+
+/// Prints the log lines held back (`print`) or drops them; later lines go
+/// straight to stderr.
+fn release_logs(print: bool) {
+    use std::io::Write;
+    let held = HELD_LOGS.lock().take();
+    if let (true, Some(held)) = (print, held) {
+        let _ = std::io::stderr().write_all(&held);
+    }
+}
+
+/// The log writer: held back or stderr, see [`Logs`].
+struct LogWriter;
+
+impl std::io::Write for LogWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if let Some(held) = HELD_LOGS.lock().as_mut() {
+            held.extend_from_slice(buf);
+            return Ok(buf.len());
+        }
+        std::io::stderr().write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
+    }
+}
+
+fn init_logging(logs: Logs) {
+    use tracing_subscriber::EnvFilter;
+    if logs == Logs::HeldBack {
+        *HELD_LOGS.lock() = Some(Vec::new());
+    }
+    let filter = std::env::var("PROEM_LOG")
+        .ok()
+        .or_else(|| std::env::var("RUST_LOG").ok())
+        .and_then(|v| EnvFilter::try_new(v).ok())
+        .unwrap_or_else(|| EnvFilter::new("warn"));
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(ansi).with_writer(|| LogWriter).try_init();
+}
