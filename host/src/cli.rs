@@ -570,15 +570,19 @@ impl std::io::Write for LogWriter {
 }
 
 fn init_logging(logs: Logs) {
-    use tracing_subscriber::EnvFilter;
+    use tracing_subscriber::filter::Targets;
+    use tracing_subscriber::prelude::*;
     if logs == Logs::HeldBack {
         *HELD_LOGS.lock() = Some(Vec::new());
     }
+    // `level` or `target=level,...` (tracing's `Targets`: no regular
+    // expressions, so none is compiled or linked for a log filter).
     let filter = std::env::var("PROEM_LOG")
         .ok()
         .or_else(|| std::env::var("RUST_LOG").ok())
-        .and_then(|v| EnvFilter::try_new(v).ok())
-        .unwrap_or_else(|| EnvFilter::new("warn"));
+        .and_then(|v| v.parse::<Targets>().ok())
+        .unwrap_or_else(|| Targets::new().with_default(tracing::Level::WARN));
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(ansi).with_writer(|| LogWriter).try_init();
+    let format = tracing_subscriber::fmt::layer().with_ansi(ansi).with_writer(|| LogWriter);
+    let _ = tracing_subscriber::registry().with(format.with_filter(filter)).try_init();
 }

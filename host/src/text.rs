@@ -268,37 +268,20 @@ pub fn is_invisible(c: char) -> bool {
     if c.is_ascii() {
         return c <= ' ' || c == '\x7f';
     }
-    in_class(&unicode_classes().invisible, c)
+    in_class(unicode_classes::INVISIBLE, c)
 }
 
 /// What may sit inside a reserved tag without hiding it from a model:
 /// [`is_invisible`] characters and combining marks (`M`, e.g. U+034F).
 pub fn is_tag_filler(c: char) -> bool {
-    is_invisible(c) || (!c.is_ascii() && in_class(&unicode_classes().marks, c))
+    is_invisible(c) || (!c.is_ascii() && in_class(unicode_classes::MARKS, c))
 }
 
-struct UnicodeClasses {
-    invisible: Vec<(char, char)>,
-    marks: Vec<(char, char)>,
-}
-
-/// The classes, built once from the Unicode tables regex-syntax ships (the
-/// same Unicode version as the `regex` crate proem already uses).
-fn unicode_classes() -> &'static UnicodeClasses {
-    static CLASSES: std::sync::OnceLock<UnicodeClasses> = std::sync::OnceLock::new();
-    CLASSES.get_or_init(|| UnicodeClasses {
-        invisible: unicode_class(r"[\p{Cc}\p{Cf}\p{Default_Ignorable_Code_Point}\p{White_Space}]"),
-        marks: unicode_class(r"\p{M}"),
-    })
-}
-
-fn unicode_class(pattern: &str) -> Vec<(char, char)> {
-    use regex_syntax::hir::{Class, HirKind};
-    let hir = regex_syntax::Parser::new().parse(pattern).expect("a valid Unicode class");
-    match hir.kind() {
-        HirKind::Class(Class::Unicode(class)) => class.ranges().iter().map(|r| (r.start(), r.end())).collect(),
-        _ => unreachable!("{pattern} is a Unicode class"),
-    }
+/// The code point ranges of [`is_invisible`] and [`is_tag_filler`],
+/// written by build.rs from the Unicode tables of regex-syntax (the same
+/// Unicode version as the rest of proem's Unicode handling).
+mod unicode_classes {
+    include!(concat!(env!("OUT_DIR"), "/unicode_classes.rs"));
 }
 
 fn in_class(ranges: &[(char, char)], c: char) -> bool {

@@ -6,13 +6,15 @@
 //! paid by every process that counts). proem only ever needs a count, so
 //! `build.rs` turns each of OpenAI's vocabulary files (`host/vocab/`) into
 //! one flat table at compile time (see [`table`]), read in place from the
-//! binary: a process pays for the pages it touches.
+//! binary, and so is the pre-split's DFA: a process pays for the pages it
+//! touches.
 //! Counting is tiktoken's own method: the same pre-split ([`split`]) and the
 //! same merges ([`merge`]). Counts equal tiktoken-rs's, which stays the
 //! reference: `tests/tokenizer.rs` compares the two over random and
 //! adversarial text for both vocabularies.
 
 pub mod merge;
+pub mod patterns;
 pub mod split;
 pub mod table;
 
@@ -32,7 +34,7 @@ pub struct Encoder {
 
 impl Encoder {
     /// o200k_base (GPT-4o, GPT-4.1, GPT-5, the o-series), made once per
-    /// process (compiling the pre-split regex: about 3 ms).
+    /// process (reading the table's and the pre-split DFA's headers).
     pub fn o200k() -> &'static Encoder {
         static ENCODER: OnceLock<Encoder> = OnceLock::new();
         ENCODER.get_or_init(|| Encoder::new(O200K_TABLE, PreSplit::o200k()))

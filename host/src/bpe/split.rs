@@ -2,9 +2,11 @@
 //!
 //! tiktoken splits with a regex per vocabulary, run by a backtracking
 //! engine because of one look-ahead, `\s+(?!\S)` (a whitespace run, less its
-//! last character when a non-space follows). Here the same alternatives run
-//! on regex-automata's lazy DFA, with that one replaced by two patterns of
-//! its own, `\s+$` and `\s+\s`, the second's match given back its last
+//! last character when a non-space follows). Here the same alternatives
+//! ([`super::patterns`]) run as one of regex-automata's dense DFAs, which
+//! `build.rs` compiles and the binary reads in place (no regex is compiled
+//! at run time, and no Unicode table is linked for one), with that one
+//! replaced by two patterns of its own, `\s+$` and `\s+\s`, the second's match given back its last
 //! character: the two match at exactly the places the look-ahead does, so a
 //! leftmost-first search picks the same alternative and the same end.
 //! tiktoken-rs's possessive quantifiers (`?+`, `++`) are written greedy: in
@@ -21,15 +23,29 @@
 //! directly, where the patterns' outcome depends on nothing but ASCII bytes,
 //! and leaves every other piece to the regex.
 
-use regex_automata::meta::Regex;
+use super::patterns::GIVES_BACK_ONE;
+use regex_automata::dfa::{dense, Automaton};
 use regex_automata::{Anchored, Input};
 
 /// A vocabulary's pre-split.
 #[derive(Debug)]
 pub struct PreSplit {
-    regex: Regex,
+    dfa: dense::DFA<&'static [u32]>,
     words: Words,
 }
+
+/// A DFA's bytes, aligned as its `u32` transition table must be to be read
+/// in place.
+#[repr(C)]
+struct Aligned<B: ?Sized> {
+    _align: [u32; 0],
+    bytes: B,
+}
+
+static O200K_DFA: &Aligned<[u8]> =
+    &Aligned { _align: [], bytes: *include_bytes!(concat!(env!("OUT_DIR"), "/o200k_base.dfa")) };
+static CL100K_DFA: &Aligned<[u8]> =
+    &Aligned { _align: [], bytes: *include_bytes!(concat!(env!("OUT_DIR"), "/cl100k_base.dfa")) };
 
 /// How a vocabulary's patterns cut a run of letters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,53 +57,28 @@ enum Words {
     WholeRuns,
 }
 
-/// The pattern whose match ends with one character too many.
-const GIVES_BACK_ONE: usize = 1;
-
-/// o200k_base's alternatives, as tiktoken-rs writes them, in its order.
-const O200K: [&str; 3] = [
-    concat!(
-        r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
-        r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
-        r"|\p{N}{1,3}",
-        r"| ?[^\s\p{L}\p{N}]+[\r\n/]*",
-        r"|\s*[\r\n]+",
-        // `\s+(?!\S)` at the end of the text:
-        r"|\s+$",
-    ),
-    // `\s+(?!\S)` before a non-space, with its last character given back:
-    r"\s+\s",
-    r"\s+",
-];
-
-/// cl100k_base's alternatives (tiktoken-rs's variant of the pattern).
-const CL100K: [&str; 3] = [
-    concat!(
-        r"'(?i:[sdmt]|ll|ve|re)",
-        r"|[^\r\n\p{L}\p{N}]?\p{L}+",
-        r"|\p{N}{1,3}",
-        r"| ?[^\s\p{L}\p{N}]+[\r\n]*",
-        r"|\s+$",
-        r"|\s*[\r\n]",
-    ),
-    r"\s+\s",
-    r"\s",
-];
-
 impl PreSplit {
     /// o200k_base's pre-split.
     pub fn o200k() -> PreSplit {
-        PreSplit::new(&O200K, Words::ByCase)
+        PreSplit::new(&O200K_DFA.bytes, Words::ByCase)
     }
 
     /// cl100k_base's pre-split.
     pub fn cl100k() -> PreSplit {
-        PreSplit::new(&CL100K, Words::WholeRuns)
+        PreSplit::new(&CL100K_DFA.bytes, Words::WholeRuns)
     }
 
-    fn new(patterns: &[&str], words: Words) -> PreSplit {
-        let regex = Regex::new_many(patterns).expect("the pre-split patterns compile");
-        PreSplit { regex, words }
+    fn new(bytes: &'static [u8], words: Words) -> PreSplit {
+        // SAFETY: the bytes are this binary's own, written by build.rs with
+        // `to_bytes_*_endian` of the regex-automata in Cargo.lock (one
+        // version for the build script and the binary: a different one
+        // fails the header check below) for the target's endianness, and
+        // aligned by `Aligned`. `from_bytes` would also walk the whole
+        // transition table (2.7 MB for o200k) at every start;
+        // `dfa::tests::the_built_in_dfas_pass_the_full_check` does that
+        // once, in the tests.
+        let (dfa, _) = unsafe { dense::DFA::from_bytes_unchecked(bytes) }.expect("build.rs wrote this DFA");
+        PreSplit { dfa, words }
     }
 
     /// Calls `piece` with each piece of `text`, in order: together, the
@@ -102,16 +93,14 @@ impl PreSplit {
                 continue;
             }
             let input = Input::new(hay).range(at..).anchored(Anchored::Yes);
-            let Some(found) = self.regex.search(&input) else {
-                // Unreachable (every character starts a match); should it
-                // happen, skip to the next match as tiktoken would.
-                match self.regex.search(&Input::new(hay).range(at..)) {
-                    Some(next) if next.start() > at => at = next.start(),
-                    _ => return,
-                }
+            let Ok(Some(found)) = self.dfa.try_search_fwd(&input) else {
+                // Unreachable (every character starts a match, and the DFA
+                // has no quit bytes); should it happen, the character is
+                // skipped, as tiktoken skips text no pattern matches.
+                at += text[at..].chars().next().map_or(1, char::len_utf8);
                 continue;
             };
-            let mut end = found.end();
+            let mut end = found.offset();
             if found.pattern().as_usize() == GIVES_BACK_ONE {
                 end -= text[..end].chars().next_back().map_or(0, char::len_utf8);
             }
@@ -178,5 +167,21 @@ fn ascii_piece(hay: &[u8], at: usize, words: Words) -> Option<usize> {
         Some(&next) if !next.is_ascii() || next.is_ascii_alphabetic() => None,
         Some(b'\'') if words == Words::ByCase => None,
         Some(_) => Some(i),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `PreSplit::new` skips at every start: every transition of the
+    /// built-in DFAs leads to a state that exists.
+    #[test]
+    fn the_built_in_dfas_pass_the_full_check() {
+        for bytes in [&O200K_DFA.bytes, &CL100K_DFA.bytes] {
+            let (dfa, read) = dense::DFA::from_bytes(bytes).expect("a valid DFA");
+            assert_eq!(read, bytes.len(), "nothing after the DFA");
+            assert_eq!(dfa.pattern_len(), 3, "the three patterns of super::patterns");
+        }
     }
 }
