@@ -20,8 +20,9 @@ use crate::sync::Lock;
 use crate::text::{clean_owned, neutralize, one_line};
 use crate::tokens::{TokenCounter, Tokenizer};
 use crate::tools;
-use crate::turn::{parse_timezone, parse_tools, ChatKind, Turn};
+use crate::turn::{parse_tools, ChatKind, Turn};
 use crate::workspace::{Unavailable, Workspace};
+use crate::zone::Zone;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -267,12 +268,12 @@ impl Assembler {
         tools_hash: Option<u128>,
     ) -> Result<u128, ProemError> {
         let mut h = KeyHasher::default();
-        let tz = parse_timezone(turn.timezone.as_deref().unwrap_or("UTC"))?;
+        let local = Zone::parse(turn.timezone.as_deref().unwrap_or("UTC"))?.local(now)?.time;
         if self.plugins.is_empty() {
             // Without plugins only the date in the turn's time zone is shown.
-            h.str(&now.with_timezone(&tz).format("%Y-%m-%d").to_string());
+            h.str(&local.format("%Y-%m-%d").to_string());
         } else {
-            h.str(&now.with_timezone(&tz).to_rfc3339());
+            h.str(&local.to_rfc3339());
         }
         h.opt(turn.mode.map(|m| m.as_str())).opt(turn.session_key.as_deref()).opt(turn.provider.as_deref());
         h.num(u64::from(turn.heartbeat)).num(u64::from(turn.replies_optional)).opt(turn.thinking.as_deref());
@@ -404,9 +405,8 @@ impl Assembler {
             }
         };
 
-        let tz_name = turn.timezone.clone().unwrap_or_else(|| "UTC".to_string());
-        let tz = parse_timezone(&tz_name)?;
-        let now = now.with_timezone(&tz);
+        let tz = Zone::parse(turn.timezone.as_deref().unwrap_or("UTC"))?;
+        let crate::zone::Local { time: now, abbreviation: zone_abbreviation } = tz.local(now)?;
         let provider = turn_or_config(&turn.provider, &config.provider.name, 64);
         let model = turn_or_config(&turn.model, &config.provider.model, 96);
         let tokenizer = tokenizer_for(config, model.as_deref()).expect("validated with the config");
@@ -453,7 +453,7 @@ impl Assembler {
                 now: now.to_rfc3339(),
                 timezone: tz.name().to_string(),
                 unix_seconds: now.timestamp(),
-                utc_offset_seconds: chrono::Offset::fix(now.offset()).local_minus_utc(),
+                utc_offset_seconds: now.offset().local_minus_utc(),
                 group_title: group_title.clone(),
                 extra: extra.clone(),
                 budget_tokens: u32::try_from(budget_tokens).unwrap_or(u32::MAX),
@@ -487,7 +487,7 @@ impl Assembler {
                 .or(config.runtime.thinking.as_deref())
                 .map(|t| one_line(t, 24).to_lowercase())
                 .filter(|t| !t.is_empty()),
-            zone_abbreviation: zone_abbreviation(&now),
+            zone_abbreviation,
             date: now.format("%Y-%m-%d (%A)").to_string(),
             timezone: tz.name().to_string(),
             channel,
@@ -817,14 +817,6 @@ pub fn hex(bytes: &[u8]) -> String {
         let _ = write!(s, "{b:02x}");
         s
     })
-}
-
-/// The zone's abbreviation on the turn's date ("CET", "PDT"), when the zone
-/// has a lettered one (some only have an offset such as "+03").
-fn zone_abbreviation(now: &chrono::DateTime<chrono_tz::Tz>) -> Option<String> {
-    use chrono_tz::OffsetName;
-    let abbreviation = now.offset().abbreviation()?;
-    abbreviation.chars().all(|c| c.is_ascii_alphabetic()).then(|| abbreviation.to_string())
 }
 
 /// The tools as a runtime sends them natively (one function object each,

@@ -42,6 +42,7 @@ pub mod tools;
 pub mod truncate;
 pub mod turn;
 pub mod workspace;
+pub mod zone;
 
 pub use assembler::Assembler;
 pub use config::Config;

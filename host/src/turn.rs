@@ -144,13 +144,6 @@ pub fn parse_now(value: &str) -> Result<DateTime<FixedOffset>, ProemError> {
     })
 }
 
-/// Checks an IANA time zone name.
-pub fn parse_timezone(value: &str) -> Result<chrono_tz::Tz, ProemError> {
-    value.trim().parse::<chrono_tz::Tz>().map_err(|_| {
-        ProemError::input("--timezone", format!("{value:?} is not an IANA time zone name (e.g. Europe/Berlin, UTC)"))
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -178,10 +171,8 @@ mod tests {
     }
 
     #[test]
-    fn now_and_timezone() {
+    fn now_parses_rfc3339_only() {
         assert!(parse_now("2026-11-21T09:30:00+01:00").is_ok());
         assert!(parse_now("yesterday").unwrap_err().to_string().contains("--now"));
-        assert!(parse_timezone("Europe/Berlin").is_ok());
-        assert!(parse_timezone("Mars/Olympus").is_err());
     }
 }
