@@ -104,7 +104,6 @@ impl Assembler {
         let config_file = config_path(agent_dir, config);
         let config_found = config.is_some() || config_file.exists();
         let config = if config_found { Config::load(&config_file)? } else { Config::default() };
-        prewarm(&config);
         let cache_dir = crate::plugin::cache::default_dir();
         let plugins = PluginSet::load_with(&config.plugins, workspace.root(), cache_dir.as_deref(), runtime)?;
         Ok(Assembler::assemble(workspace, config, config_file, config_found, plugins))
@@ -113,7 +112,6 @@ impl Assembler {
     /// An assembler with an already-parsed config.
     pub fn with_config(agent_dir: &Path, config: Config) -> Result<Assembler, ProemError> {
         let workspace = Workspace::open(agent_dir)?;
-        prewarm(&config);
         let plugins = PluginSet::load(&config.plugins, workspace.root())?;
         let config_file = agent_dir.join(crate::config::CONFIG_FILE);
         Ok(Assembler::assemble(workspace, config, config_file, true, plugins))
@@ -756,12 +754,6 @@ fn clean_channel(c: &str) -> String {
         .chars()
         .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
         .collect()
-}
-
-/// Starts building the config's likely tokenizer early on a cold cache.
-fn prewarm(config: &Config) {
-    let tokenizer = tokenizer_for(config, config.provider.model.as_deref()).unwrap_or(Tokenizer::Cl100kBase);
-    crate::tokens::prewarm_if_cold(tokenizer, crate::plugin::cache::default_dir().as_deref());
 }
 
 /// The tokenizer for `model`: `[budget] tokenizer` when set (`None` when that

@@ -380,20 +380,6 @@ fn encode_len(tokenizer: Tokenizer, text: &str) -> usize {
         .sum()
 }
 
-/// Starts making `tokenizer`'s encoder (compiling its pre-split regex, ~3 ms)
-/// on a background thread when no saved counts exist for it (a first run,
-/// or the cache is off), so it overlaps with loading config, files and
-/// plugins. A no-op when counts are saved (the encoder is probably not
-/// needed).
-pub fn prewarm_if_cold(tokenizer: Tokenizer, cache_dir: Option<&Path>) {
-    if cache_dir.is_some_and(|d| saved_counts_path(d, tokenizer).exists()) {
-        return;
-    }
-    let _ = std::thread::Builder::new().name("proem-bpe".into()).spawn(move || {
-        tokenizer.encoder();
-    });
-}
-
 /// The file in proem's cache directory that keeps `tokenizer`'s counts.
 pub fn saved_counts_path(dir: &Path, tokenizer: Tokenizer) -> std::path::PathBuf {
     dir.join(format!("tokens-{}.bin", tokenizer.name()))
