@@ -45,6 +45,7 @@ fuzz_target!(|input: RawInput| {
                 priority,
                 modes: Vec::new(),
                 body,
+                max_tokens: None,
             }
         })
         .collect();

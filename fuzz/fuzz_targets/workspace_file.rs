@@ -22,8 +22,8 @@ fuzz_target!(|input: (u16, &[u8])| {
     config.bootstrap.max_file_bytes = 4096;
     config.budget.per_file_chars = cap as usize % 2048;
     let mut diagnostics = Vec::new();
-    let files = load(&ws, &config, SessionKind::Main, &mut diagnostics);
-    for file in inject(&files, Mode::Full, &config, &BTreeMap::new()) {
+    let files = load(&ws, &config, SessionKind::Main, false, &mut diagnostics);
+    for file in inject(&files, Mode::Full, &config, &BTreeMap::new(), "/workspace") {
         assert!(file.text.chars().count() <= config.budget.per_file_chars);
         assert!(!file.text.contains('\r'));
         assert!(!file.text.contains(BOUNDARY_MARKER));
