@@ -11,7 +11,7 @@
 //! case to `proem-full` (see `src/cli.rs`). Because the runtime is a trait
 //! object chosen in `main`, nothing `proem`'s `main` can reach calls into
 //! wasmtime, and the linker leaves wasmtime, Cranelift and the plugin threads
-//! out of it: a warm build starts a ~20 MB executable instead of a ~45 MB one
+//! out of it: a warm build starts a ~21 MB executable instead of a ~47 MB one
 //! (docs/PERFORMANCE.md has the figures).
 //!
 //! [`ProemError::PluginCodeNeeded`]: crate::ProemError::PluginCodeNeeded
