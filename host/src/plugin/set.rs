@@ -302,7 +302,7 @@ impl PluginSet {
                 }
             }
         }
-        // Identifying this executable costs a stat: only with plugins.
+        // Identifying the runtime's executable costs a stat: only with plugins.
         let answers = if prepared.is_empty() { None } else { Answers::open(cache_dir, runtime.identity()) };
         let empty = || PluginSet {
             plugins: Vec::new(),
