@@ -10,11 +10,6 @@ use std::process::{Command, Output};
 const FRONT: &str = env!("CARGO_BIN_EXE_proem");
 const FULL: &str = env!("CARGO_BIN_EXE_proem-full");
 
-/// An example agent of the repository.
-fn example(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples").join(name)
-}
-
 /// Runs `exe` with `args`, its caches in `cache` (`""`: none), logs off.
 fn run(exe: &Path, args: &[String], cache: &Path) -> Output {
     Command::new(exe)

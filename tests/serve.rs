@@ -91,7 +91,7 @@ fn without_timings(json: &str) -> String {
 }
 
 fn atlas() -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/atlas").display().to_string()
+    example("atlas").display().to_string()
 }
 
 #[test]
@@ -186,7 +186,7 @@ fn thirty_two_clients_get_the_clis_bytes() {
 
 /// An agent folder of its own (copied from examples/marlow, plugins and all).
 fn agent_copy(parent: &Path, name: &str) -> PathBuf {
-    let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/marlow");
+    let from = example("marlow");
     let to = parent.join(name);
     copy_dir(&from, &to);
     to

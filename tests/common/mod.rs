@@ -133,7 +133,12 @@ pub fn wrapped<'a>(prompt: &'a str, tag: &str, name: &str) -> Option<&'a str> {
 /// the test cache, see [`plugin_env`]).
 pub fn example_dir() -> PathBuf {
     plugin_env();
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/marlow")
+    example("marlow")
+}
+
+/// The example agent `examples/<name>` of the repository.
+pub fn example(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples").join(name)
 }
 
 /// Points proem's cache (compiled components, token counts) at a directory
