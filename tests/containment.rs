@@ -325,3 +325,21 @@ fn a_slow_plugin_delays_the_build_by_at_most_its_own_deadline() {
     // only its 300 ms deadline (plus noise) can end this build.
     assert!(took < std::time::Duration::from_millis(300 + 2_000), "took {took:?}");
 }
+
+/// More plugins than the engine has instance slots (`engine::CALL_SLOTS`):
+/// the calls past the slots wait for one, their clocks not yet running,
+/// and every plugin answers within its deadline.
+#[test]
+fn more_plugins_than_instance_slots_all_answer() {
+    let n = proem_host::plugin::engine::CALL_SLOTS as usize + 5;
+    let entries: String = (0..n)
+        .map(|i| builtin("hardware-access", "").replace("id = \"hardware-access\"", &format!("id = \"hw-{i:02}\"")))
+        .collect();
+    let agent = Agent::with_plugins(&entries);
+    let built = agent.build(&hw_turn());
+    assert_eq!(built.plugins.len(), n);
+    for p in &built.plugins {
+        assert_eq!(p.status, "ok", "{}: {:?}", p.id, built.diagnostics);
+    }
+    assert!(built.prompt.contains("## Hardware Access"));
+}

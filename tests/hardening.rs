@@ -241,7 +241,10 @@ mod limits {
     /// `cap_mib` memory cap. `Err` carries whether the limiter denied growth.
     fn instantiate(wat: &str, cap_mib: usize) -> Result<(), (bool, String)> {
         let engine = engine::get().unwrap();
-        let component = Component::new(&engine.engine, wat::parse_str(wat).unwrap()).unwrap();
+        // The engine's instance pool refuses a component over its per-call
+        // counts when it compiles it, before any instance exists.
+        let component =
+            Component::new(&engine.engine, wat::parse_str(wat).unwrap()).map_err(|e| (false, format!("{e:?}")))?;
         let sandbox = Sandbox {
             plugin: "limits".into(),
             grants: Grants::default(),
@@ -254,10 +257,13 @@ mod limits {
         store.limiter(|s| &mut s.limiter);
         let linker: Linker<_> = Linker::new(&engine.engine);
         let result = engine
-            .run_all(vec![async move {
-                let out = linker.instantiate_async(&mut store, &component).await.map(|_| ());
-                out.map_err(|e| (store.data().limiter.denied.is_some(), format!("{e:?}")))
-            }])
+            .run_all(
+                vec![async move {
+                    let out = linker.instantiate_async(&mut store, &component).await.map(|_| ());
+                    out.map_err(|e| (store.data().limiter.denied.is_some(), format!("{e:?}")))
+                }],
+                &mut || {},
+            )
             .remove(0)
             .unwrap();
         result
@@ -284,6 +290,87 @@ mod limits {
         // A memory and a table share one cap.
         let both = "(memory 384) (table 600000 funcref)";
         assert!(instantiate(&repeated(both, 1), 32).unwrap_err().0);
+    }
+
+    /// A component whose memory can be written and read back at any byte
+    /// offset (`poke` grows the memory first when the offset needs it).
+    const PEEK_POKE: &str = r#"(component
+        (core module $m
+            (memory (export "mem") 1)
+            (func (export "poke") (param $at i32) (param $value i32)
+                (local $need i32)
+                (local.set $need (i32.sub (i32.add (i32.shr_u (local.get $at) (i32.const 16)) (i32.const 1)) (memory.size)))
+                (if (i32.gt_s (local.get $need) (i32.const 0))
+                    (then (drop (memory.grow (local.get $need)))))
+                (i32.store (local.get $at) (local.get $value)))
+            (func (export "peek") (param $at i32) (result i32)
+                (local $need i32)
+                (local.set $need (i32.sub (i32.add (i32.shr_u (local.get $at) (i32.const 16)) (i32.const 1)) (memory.size)))
+                (if (i32.gt_s (local.get $need) (i32.const 0))
+                    (then (drop (memory.grow (local.get $need)))))
+                (i32.load (local.get $at))))
+        (core instance $i (instantiate $m))
+        (func (export "poke") (param "at" u32) (param "value" u32) (canon lift (core func $i "poke")))
+        (func (export "peek") (param "at" u32) (result u32) (canon lift (core func $i "peek"))))"#;
+
+    /// Runs `poke` or `peek` in a fresh store of its own, as every plugin
+    /// call runs.
+    fn in_fresh_store(component: &Component, poke: Option<u32>, at: u32) -> u32 {
+        let engine = engine::get().unwrap();
+        let (component, engine_ref) = (component.clone(), &engine.engine);
+        let sandbox = Sandbox {
+            plugin: "pool".into(),
+            grants: Grants::default(),
+            agent_dir: std::env::temp_dir(),
+            memory_bytes: 64 << 20,
+            now: Duration::ZERO,
+            tokenizer: Tokenizer::O200kBase,
+        };
+        let mut store = Store::new(engine_ref, sandbox.state().unwrap());
+        store.limiter(|s| &mut s.limiter);
+        store.set_epoch_deadline(engine::deadline_ticks(Duration::from_secs(10)));
+        let linker: Linker<_> = Linker::new(engine_ref);
+        engine
+            .run_all(
+                vec![async move {
+                    let instance = linker.instantiate_async(&mut store, &component).await.expect("instantiates");
+                    match poke {
+                        Some(value) => {
+                            let f = instance.get_typed_func::<(u32, u32), ()>(&mut store, "poke").expect("poke");
+                            f.call_async(&mut store, (at, value)).await.expect("poke runs");
+                            value
+                        }
+                        None => {
+                            let f = instance.get_typed_func::<(u32,), (u32,)>(&mut store, "peek").expect("peek");
+                            let (value,) = f.call_async(&mut store, (at,)).await.expect("peek runs");
+                            value
+                        }
+                    }
+                }],
+                &mut || {},
+            )
+            .remove(0)
+            .unwrap()
+    }
+
+    /// The engine reuses instance slots and keeps their memory mapped
+    /// between calls (`engine::KEEP_RESIDENT_BYTES`): whatever one call
+    /// wrote, at any offset, inside the kept part or past it, in the
+    /// initial pages or in grown ones, the next call in that slot reads
+    /// zeros.
+    #[test]
+    fn no_call_reads_what_an_earlier_call_left_in_its_slot() {
+        let engine = engine::get().unwrap();
+        let component = Component::new(&engine.engine, wat::parse_str(PEEK_POKE).unwrap()).unwrap();
+        let kept = engine::KEEP_RESIDENT_BYTES as u32;
+        let offsets = [0, 4096, 65_532, 65_536, 1 << 20, kept - 4, kept, kept + 65_536, 24 << 20];
+        for round in 0..3u32 {
+            for at in offsets {
+                let secret = 0x5EC0_0000 | round << 8 | (at >> 16);
+                assert_eq!(in_fresh_store(&component, Some(secret), at), secret);
+                assert_eq!(in_fresh_store(&component, None, at), 0, "round {round}: offset {at} kept {secret:#x}");
+            }
+        }
     }
 
     #[test]

@@ -81,7 +81,7 @@ fn main() {
     for (what, caching, new_clock) in cases {
         let mut assembler = Assembler::open(&atlas, None).unwrap();
         assembler.set_caching(caching);
-        let s = time_builds(&assembler, &turn, n(if caching == Caching::NONE { 200 } else { 3000 }), new_clock);
+        let s = time_builds(&assembler, &turn, n(if caching == Caching::NONE { 1000 } else { 3000 }), new_clock);
         with_plugins.push(s);
         line(format!("| {what} | {} | {} | {} | {} |", describe(caching), us(s.p50), us(s.p99), us(s.mean)));
     }
@@ -91,7 +91,7 @@ fn main() {
     for caching in [Caching::default(), Caching { builds: false, ..Caching::default() }, Caching::NONE] {
         let mut assembler = Assembler::with_config(&atlas, no_plugins_config.clone()).unwrap();
         assembler.set_caching(caching);
-        let s = time_builds(&assembler, &turn, n(if caching == Caching::NONE { 200 } else { 3000 }), false);
+        let s = time_builds(&assembler, &turn, n(if caching == Caching::NONE { 1000 } else { 3000 }), false);
         without.push(s);
         line(format!(
             "| same build without plugins | {} | {} | {} | {} |",
@@ -333,10 +333,14 @@ fn ratio(a: Stats, b: Stats) -> f64 {
     a.p50.as_secs_f64() / b.p50.as_secs_f64()
 }
 
-/// A duration in µs, or in ms from 1 ms up.
+/// A duration in µs, or in ms from 1 ms up (two decimals below 10 ms: the
+/// in-process targets are set in µs around 1 ms).
 fn us(d: Duration) -> String {
-    if d >= Duration::from_millis(1) {
+    if d >= Duration::from_millis(10) {
         return ms(d);
+    }
+    if d >= Duration::from_millis(1) {
+        return format!("{:.2} ms", d.as_secs_f64() * 1e3);
     }
     format!("{:.1} µs", d.as_secs_f64() * 1e6)
 }

@@ -424,55 +424,46 @@ impl Assembler {
             return Err(ProemError::input("--budget", "the token budget must be at least 1"));
         }
 
+        let ctx = (!self.plugins.is_empty()).then(|| BuildContext {
+            agent_id: agent_id.clone(),
+            mode,
+            provider: provider.clone(),
+            model: model.clone(),
+            channel: channel.clone(),
+            chat_kind: turn.chat_kind.map(|k| match k {
+                ChatKind::Direct => "direct".to_string(),
+                ChatKind::Group => "group".to_string(),
+            }),
+            tools: tools
+                .iter()
+                .map(|t| ContextTool {
+                    name: t.name.clone(),
+                    description: t.summary.clone(),
+                    parameters_json: t.schema_is_json.then(|| t.schema.clone()),
+                })
+                .collect(),
+            skills: skills.clone(),
+            config_json: "{}".into(),
+            now: now.to_rfc3339(),
+            timezone: tz.name().to_string(),
+            unix_seconds: now.timestamp(),
+            utc_offset_seconds: now.offset().local_minus_utc(),
+            group_title: group_title.clone(),
+            extra: extra.clone(),
+            budget_tokens: u32::try_from(budget_tokens).unwrap_or(u32::MAX),
+            tokenizer: tokenizer.name().to_string(),
+        });
+        let clock = std::time::Duration::from_secs(u64::try_from(now.timestamp()).unwrap_or(0));
         let mut run = BuildRun::default();
-        let mut plugin_sections = Vec::new();
-        if !self.plugins.is_empty() {
-            let _s = tracing::info_span!("plugins").entered();
-            let ctx = BuildContext {
-                agent_id: agent_id.clone(),
-                mode,
-                provider: provider.clone(),
-                model: model.clone(),
-                channel: channel.clone(),
-                chat_kind: turn.chat_kind.map(|k| match k {
-                    ChatKind::Direct => "direct".to_string(),
-                    ChatKind::Group => "group".to_string(),
-                }),
-                tools: tools
-                    .iter()
-                    .map(|t| ContextTool {
-                        name: t.name.clone(),
-                        description: t.summary.clone(),
-                        parameters_json: t.schema_is_json.then(|| t.schema.clone()),
-                    })
-                    .collect(),
-                skills: skills.clone(),
-                config_json: "{}".into(),
-                now: now.to_rfc3339(),
-                timezone: tz.name().to_string(),
-                unix_seconds: now.timestamp(),
-                utc_offset_seconds: now.offset().local_minus_utc(),
-                group_title: group_title.clone(),
-                extra: extra.clone(),
-                budget_tokens: u32::try_from(budget_tokens).unwrap_or(u32::MAX),
-                tokenizer: tokenizer.name().to_string(),
-            };
-            let clock = std::time::Duration::from_secs(u64::try_from(now.timestamp()).unwrap_or(0));
+        if let Some(ctx) = &ctx {
+            let _s = tracing::info_span!("plugins", hooks = "agent:bootstrap").entered();
             self.plugins.report_load_failures(&mut run);
-            files = self.plugins.run_bootstrap(&ctx, files, clock, tokenizer, &mut run, plugin_memo)?;
+            files = self.plugins.run_bootstrap(ctx, files, clock, tokenizer, &mut run, plugin_memo)?;
             if session.uses_file_allowlist() {
                 let allow = &config.bootstrap.subagent_allowlist;
                 files.retain(|f| allow.contains(&f.name));
             }
-            plugin_sections = self.plugins.run_sections(&ctx, &files, clock, tokenizer, &mut run, plugin_memo)?;
-            diagnostics.append(&mut run.diagnostics);
         }
-        let contributed: std::borrow::Cow<[Section]> = if plugin_sections.is_empty() {
-            std::borrow::Cow::Borrowed(contributed)
-        } else {
-            plugin_sections.extend(contributed.iter().cloned());
-            std::borrow::Cow::Owned(plugin_sections)
-        };
         let mut owners: Vec<String> = turn.owners.iter().map(|o| one_line(o, 128)).filter(|o| !o.is_empty()).collect();
         owners.sort();
         owners.dedup();
@@ -533,6 +524,30 @@ impl Assembler {
         } else {
             this_build = TokenCounter::new(tokenizer);
             &this_build
+        };
+        let mut plugin_sections = Vec::new();
+        if let Some(ctx) = &ctx {
+            let _s = tracing::info_span!("plugins", hooks = "sections").entered();
+            // While the plugins run on their threads, this thread counts the
+            // prompt the core sections make alone: the budget stage then
+            // finds most of its paragraphs counted.
+            let mut count_ahead = || budget::count_ahead(&inputs, counter);
+            plugin_sections = self.plugins.run_sections(
+                ctx,
+                &inputs.stable.files,
+                clock,
+                tokenizer,
+                &mut run,
+                plugin_memo,
+                &mut count_ahead,
+            )?;
+        }
+        diagnostics.append(&mut run.diagnostics);
+        let contributed: std::borrow::Cow<[Section]> = if plugin_sections.is_empty() {
+            std::borrow::Cow::Borrowed(contributed)
+        } else {
+            plugin_sections.extend(contributed.iter().cloned());
+            std::borrow::Cow::Owned(plugin_sections)
         };
         let fitted = {
             let _s = tracing::info_span!("fit_budget", budget = budget_tokens, tokenizer = tokenizer.name()).entered();

@@ -134,6 +134,28 @@ pub fn fit(
     Err(ProemError::BudgetTooSmall { needed, budget, over: needed.saturating_sub(budget) })
 }
 
+/// Counts ahead what [`fit`] and the build report will count, as far as
+/// it is known before the plugins answer: the core sections as they are
+/// before any knob turns, each alone (the report's per-section counts), each
+/// injected file alone (its per-file counts), and merged and joined (fit's
+/// first render). Done on the calling thread while plugins run on theirs;
+/// only `counter`'s memo changes, so [`fit`] decides exactly as it would
+/// have and finds most paragraphs counted: a contributed section or a knob
+/// changes the pieces around it alone.
+pub fn count_ahead(inputs: &CoreInputs, counter: &TokenCounter) {
+    let render = core_sections::render(inputs, &Knobs::untouched(inputs));
+    for file in render.files.iter() {
+        counter.count(&file.text);
+    }
+    for section in &render.sections {
+        counter.count(&section.body);
+    }
+    let (sections, _) = merge(render.sections, &[], inputs.stable.mode);
+    // The stable part needs no count of its own: its pieces are the
+    // sections' and the prompt's.
+    counter.count(&join(&sections).prompt);
+}
+
 /// Tokens of a prompt made of the protected sections alone.
 fn protected_tokens(sections: &[Section], counter: &TokenCounter) -> usize {
     let protected: Vec<Section> = sections.iter().filter(|s| s.protected).cloned().collect();
@@ -282,5 +304,117 @@ fn report_cuts(
              boundary was cut (the same way on every turn: per-turn inputs never change it); raise the budget \
              to keep more of it",
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bootstrap::BootstrapFile;
+    use crate::config::Config;
+    use crate::core_sections::{StableInputs, TurnInputs};
+    use crate::mode::{Mode, SessionKind};
+    use crate::tokens::Tokenizer;
+    use proptest::prelude::*;
+    use std::sync::Arc;
+
+    /// Text made of pieces that stress where [`crate::tokens::chunks`] cuts:
+    /// blank lines, lines of 16 bytes, lines starting with whitespace or
+    /// `/`, punctuation before newlines, runs of newlines, non-ASCII words.
+    fn text() -> impl Strategy<Value = String> {
+        let piece = prop_oneof![
+            "[a-z]{1,12}",
+            Just(" ".to_string()),
+            Just("\n".to_string()),
+            Just("\n\n".to_string()),
+            Just("\n\n\n".to_string()),
+            Just(".\n\n".to_string()),
+            Just("\n/".to_string()),
+            Just("\n  - ".to_string()),
+            Just("0123456789abcde\n".to_string()),
+            Just("## Heading\n".to_string()),
+            Just("日本語 ".to_string()),
+            Just("</context_file>".to_string()),
+            "[ -~]{0,40}",
+        ];
+        prop::collection::vec(piece, 0..200).prop_map(|p| p.concat())
+    }
+
+    fn inputs<'a>(config: &'a Config, files: &[(&str, String)], extra: Option<String>) -> CoreInputs<'a> {
+        CoreInputs {
+            stable: StableInputs {
+                mode: Mode::Full,
+                session: SessionKind::Main,
+                agent_id: "t".into(),
+                agent_name: "T".into(),
+                kind: config.agent.kind,
+                config,
+                files: files.iter().map(|(n, t)| BootstrapFile::new(*n, Some(t.clone()))).collect(),
+                skills: Arc::new(Vec::new()),
+                tools: Arc::new(Vec::new()),
+                workspace_path: "/w".into(),
+                owners: Vec::new(),
+                memos: None,
+            },
+            turn: TurnInputs {
+                replies_optional: false,
+                thinking: None,
+                zone_abbreviation: Some("UTC".into()),
+                date: "2026-11-24 (Tuesday)".into(),
+                timezone: "UTC".into(),
+                channel: None,
+                chat_kind: None,
+                group_title: None,
+                extra,
+                provider: None,
+                model: None,
+            },
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        /// Counting ahead only fills the memo: `fit` decides the same under
+        /// any budget; and when nothing is cut, it and the report's
+        /// per-section and per-file counts find every piece counted.
+        #[test]
+        fn counting_ahead_changes_nothing_fit_decides_and_leaves_it_nothing_to_encode(
+            agents in text(),
+            soul in text(),
+            user in text(),
+            memory in text(),
+            extra in proptest::option::of(text()),
+            budget in prop_oneof![200usize..3000, Just(1_000_000usize)],
+        ) {
+            let config = Config::default();
+            let files = [("AGENTS.md", agents), ("SOUL.md", soul), ("USER.md", user), ("MEMORY.md", memory)];
+            let inputs = inputs(&config, &files, extra.filter(|e| !e.trim().is_empty()));
+            let fresh = TokenCounter::new(Tokenizer::O200kBase);
+            let plain = fit(&inputs, &[], &fresh, budget, &mut Vec::new());
+            let ahead = TokenCounter::new(Tokenizer::O200kBase);
+            count_ahead(&inputs, &ahead);
+            let counted_ahead = ahead.encoded_bytes();
+            let after = fit(&inputs, &[], &ahead, budget, &mut Vec::new());
+            match (plain, after) {
+                (Ok(a), Ok(b)) => {
+                    prop_assert_eq!(&a.joined.prompt, &b.joined.prompt);
+                    prop_assert_eq!((a.total_tokens, a.stable_tokens), (b.total_tokens, b.stable_tokens));
+                    prop_assert_eq!(format!("{:?}", a.knobs), format!("{:?}", b.knobs));
+                    if b.knobs == Knobs::untouched(&inputs) {
+                        prop_assert_eq!(ahead.encoded_bytes(), counted_ahead, "fit encoded again");
+                        for s in &b.sections {
+                            ahead.count(&s.body);
+                        }
+                        for f in b.render.files.iter() {
+                            ahead.count(&f.text);
+                        }
+                        prop_assert_eq!(ahead.encoded_bytes(), counted_ahead, "the report encoded again");
+                    }
+                }
+                (Err(a), Err(b)) => prop_assert_eq!(a.to_string(), b.to_string()),
+                (a, b) => prop_assert!(false, "one fit failed: {:?} / {:?}", a.err(), b.err()),
+            }
+        }
     }
 }

@@ -187,6 +187,11 @@ pub async fn call(
     limits: CallLimits,
     request: Request,
 ) -> Outcome {
+    // A slot of the instance pool, held until the store is dropped; the
+    // call's clocks start once it has one.
+    let Ok(_slot) = engine.slots.acquire().await else {
+        return Outcome::host_failure("the plugin engine is shutting down".into());
+    };
     let started = Instant::now();
     let sandbox_id = sandbox.plugin.clone();
     let hook = request.hook();

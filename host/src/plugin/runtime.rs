@@ -55,8 +55,10 @@ pub trait Runtime: Sync {
     fn link(&self, wasm: &[u8], api: &str, cache_dir: Option<&Path>) -> LinkResult;
 
     /// Runs calls concurrently and returns their outcomes in input order,
-    /// whatever order they finished in.
-    fn run(&self, calls: Vec<PendingCall>) -> Vec<Outcome>;
+    /// whatever order they finished in. `meanwhile` runs on the calling
+    /// thread while the calls run on the runtime's (work the build would do
+    /// after them anyway, done while it would otherwise wait).
+    fn run(&self, calls: Vec<PendingCall>, meanwhile: &mut dyn FnMut()) -> Vec<Outcome>;
 }
 
 /// Runs plugins in wasmtime: the runtime of the library and of `proem-full`.
@@ -92,13 +94,13 @@ impl Runtime for Wasmtime {
         Ok((Arc::new(bindings), origin))
     }
 
-    fn run(&self, calls: Vec<PendingCall>) -> Vec<Outcome> {
+    fn run(&self, calls: Vec<PendingCall>, meanwhile: &mut dyn FnMut()) -> Vec<Outcome> {
         let engine = match engine::get() {
             Ok(engine) => engine,
             Err(e) => return calls.iter().map(|_| Outcome::host_failure(e.clone())).collect(),
         };
         engine
-            .run_all(calls)
+            .run_all(calls, meanwhile)
             .into_iter()
             .map(|outcome| {
                 outcome.unwrap_or_else(|| Outcome::host_failure("the plugin task ended without an answer".into()))
@@ -148,7 +150,7 @@ impl Runtime for AnswersOnly {
         Err(NO_CODE.into())
     }
 
-    fn run(&self, calls: Vec<PendingCall>) -> Vec<Outcome> {
+    fn run(&self, calls: Vec<PendingCall>, _: &mut dyn FnMut()) -> Vec<Outcome> {
         calls.iter().map(|_| Outcome::host_failure(NO_CODE.into())).collect()
     }
 }

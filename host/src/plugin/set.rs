@@ -438,7 +438,8 @@ impl PluginSet {
                     let raw = raw_files(&seen);
                     let request = Request::Bootstrap(with_config(ctx, plugin), raw);
                     let clock = if split { Duration::ZERO } else { now };
-                    let outcome = self.run_jobs(vec![(plugin, ready, clock, request)], tokenizer)?.remove(0);
+                    let outcome =
+                        self.run_jobs(vec![(plugin, ready, clock, request)], tokenizer, &mut || {})?.remove(0);
                     self.remember(keys, outcome)
                 }
             };
@@ -470,7 +471,8 @@ impl PluginSet {
     /// sections. `files` are the build's bootstrap files: a 0.2 `stable`
     /// hook gets the stable ones, a `turn` hook the per-turn ones. A plugin
     /// whose call fails or whose output is invalid contributes nothing to
-    /// this build.
+    /// this build. `meanwhile` runs on this thread while the calls run (not
+    /// at all when every answer came from the memo).
     #[allow(clippy::too_many_arguments)]
     pub fn run_sections(
         &self,
@@ -480,6 +482,7 @@ impl PluginSet {
         tokenizer: Tokenizer,
         run: &mut BuildRun,
         memo: Option<MemoKeys>,
+        meanwhile: &mut dyn FnMut(),
     ) -> Result<Vec<Section>, ProemError> {
         let (stable_files, turn_files): (Vec<&BootstrapFile>, Vec<&BootstrapFile>) =
             files.iter().partition(|f| group_of(&f.name) != FileGroup::Dynamic);
@@ -556,7 +559,7 @@ impl PluginSet {
             }
         }
         if !pending.is_empty() {
-            let made = self.run_jobs(jobs_to_run, tokenizer)?;
+            let made = self.run_jobs(jobs_to_run, tokenizer, meanwhile)?;
             for ((slot, keys), outcome) in pending.into_iter().zip(made) {
                 outcomes[slot] = Some(self.remember(keys, outcome));
             }
@@ -609,7 +612,12 @@ impl PluginSet {
     /// compiling first (in parallel) the plugins no call needed yet. When
     /// the wasm engine cannot start, each fails with its reason; on a
     /// runtime that runs no code, the build cannot go on.
-    fn run_jobs(&self, jobs: Vec<Job<'_>>, tokenizer: Tokenizer) -> Result<Vec<Outcome>, ProemError> {
+    fn run_jobs(
+        &self,
+        jobs: Vec<Job<'_>>,
+        tokenizer: Tokenizer,
+        meanwhile: &mut dyn FnMut(),
+    ) -> Result<Vec<Outcome>, ProemError> {
         if !self.runtime.runs_code() {
             return Err(ProemError::PluginCodeNeeded);
         }
@@ -620,7 +628,7 @@ impl PluginSet {
                 plugin.call(&ready.code, &self.agent_dir, clock, tokenizer, plugin.deadline, request)
             })
             .collect();
-        Ok(self.runtime.run(calls))
+        Ok(self.runtime.run(calls, meanwhile))
     }
 }
 
@@ -698,7 +706,7 @@ impl PluginSet {
                 .collect();
             let probes = hooks
                 .iter()
-                .zip(self.runtime.run(calls))
+                .zip(self.runtime.run(calls, &mut || {}))
                 .map(|((hook, declared, _), outcome)| HookProbe {
                     hook,
                     declared: *declared,
@@ -1009,7 +1017,7 @@ fn open(
     let _ = code.linked.set(Ok(runtime.link(&wasm.bytes, &api, cache_dir)?));
     let describe =
         plugin.call(&code, agent_dir, Duration::ZERO, Tokenizer::O200kBase, DESCRIBE_DEADLINE, Request::Info);
-    let outcome = runtime.run(vec![describe]).remove(0);
+    let outcome = runtime.run(vec![describe], &mut || {}).remove(0);
     let info = match outcome.result {
         Ok(Response::Info(info)) => info,
         Ok(_) => return Err("describe answered with the wrong hook".into()),
