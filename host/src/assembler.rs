@@ -526,12 +526,13 @@ impl Assembler {
             &this_build
         };
         let mut plugin_sections = Vec::new();
+        let mut ahead = None;
         if let Some(ctx) = &ctx {
             let _s = tracing::info_span!("plugins", hooks = "sections").entered();
             // While the plugins run on their threads, this thread counts the
             // prompt the core sections make alone: the budget stage then
             // finds most of its paragraphs counted.
-            let mut count_ahead = || budget::count_ahead(&inputs, counter);
+            let mut count_ahead = || ahead = Some(budget::count_ahead(&inputs, counter));
             plugin_sections = self.plugins.run_sections(
                 ctx,
                 &inputs.stable.files,
@@ -551,7 +552,7 @@ impl Assembler {
         };
         let fitted = {
             let _s = tracing::info_span!("fit_budget", budget = budget_tokens, tokenizer = tokenizer.name()).entered();
-            budget::fit(&inputs, &contributed, counter, budget_tokens, &mut diagnostics)?
+            budget::fit(&inputs, &contributed, counter, budget_tokens, &mut diagnostics, ahead)?
         };
 
         let mut files = fitted.render.file_reports(&inputs);

@@ -63,21 +63,28 @@ pub fn stable_budget(budget: usize, dynamic_reserve: usize, protected_stable: us
 
 /// Renders, merges with the `contributed` sections, and cuts until the
 /// stable part fits [`stable_budget`] and the prompt fits `budget` tokens.
+/// `ahead`: the render [`count_ahead`] made of the same inputs, used for
+/// the first step instead of rendering again.
 pub fn fit(
     inputs: &CoreInputs,
     contributed: &[Section],
     counter: &TokenCounter,
     budget: usize,
     diagnostics: &mut Vec<Diagnostic>,
+    ahead: Option<CoreRender>,
 ) -> Result<Fitted, ProemError> {
     let untouched = Knobs::untouched(inputs);
     let mut knobs = untouched.clone();
+    let mut ahead = ahead;
     // Both depend on the protected sections alone, which no knob changes:
     // counted once.
     let mut stable_limit = None;
     let mut protected = None;
     for _ in 0..MAX_STEPS {
-        let mut render = core_sections::render(inputs, &knobs);
+        let mut render = match ahead.take() {
+            Some(render) if knobs == untouched => render,
+            _ => core_sections::render(inputs, &knobs),
+        };
         let kept: Vec<Section> = contributed.iter().filter(|s| !knobs.dropped.contains(&s.key())).cloned().collect();
         // The core sections move into the merge (`Fitted::sections` has them).
         let (sections, merge_notes) = merge(std::mem::take(&mut render.sections), &kept, inputs.stable.mode);
@@ -141,8 +148,9 @@ pub fn fit(
 /// first render). Done on the calling thread while plugins run on theirs;
 /// only `counter`'s memo changes, so [`fit`] decides exactly as it would
 /// have and finds most paragraphs counted: a contributed section or a knob
-/// changes the pieces around it alone.
-pub fn count_ahead(inputs: &CoreInputs, counter: &TokenCounter) {
+/// changes the pieces around it alone. Returns that render, for [`fit`]'s
+/// first step.
+pub fn count_ahead(inputs: &CoreInputs, counter: &TokenCounter) -> CoreRender {
     let render = core_sections::render(inputs, &Knobs::untouched(inputs));
     for file in render.files.iter() {
         counter.count(&file.text);
@@ -150,10 +158,11 @@ pub fn count_ahead(inputs: &CoreInputs, counter: &TokenCounter) {
     for section in &render.sections {
         counter.count(&section.body);
     }
-    let (sections, _) = merge(render.sections, &[], inputs.stable.mode);
     // The stable part needs no count of its own: its pieces are the
     // sections' and the prompt's.
+    let (sections, _) = merge(render.sections.clone(), &[], inputs.stable.mode);
     counter.count(&join(&sections).prompt);
+    render
 }
 
 /// Tokens of a prompt made of the protected sections alone.
@@ -391,11 +400,11 @@ mod tests {
             let files = [("AGENTS.md", agents), ("SOUL.md", soul), ("USER.md", user), ("MEMORY.md", memory)];
             let inputs = inputs(&config, &files, extra.filter(|e| !e.trim().is_empty()));
             let fresh = TokenCounter::new(Tokenizer::O200kBase);
-            let plain = fit(&inputs, &[], &fresh, budget, &mut Vec::new());
+            let plain = fit(&inputs, &[], &fresh, budget, &mut Vec::new(), None);
             let ahead = TokenCounter::new(Tokenizer::O200kBase);
-            count_ahead(&inputs, &ahead);
+            let render = count_ahead(&inputs, &ahead);
             let counted_ahead = ahead.encoded_bytes();
-            let after = fit(&inputs, &[], &ahead, budget, &mut Vec::new());
+            let after = fit(&inputs, &[], &ahead, budget, &mut Vec::new(), Some(render));
             match (plain, after) {
                 (Ok(a), Ok(b)) => {
                     prop_assert_eq!(&a.joined.prompt, &b.joined.prompt);

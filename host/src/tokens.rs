@@ -139,23 +139,7 @@ impl TokenCounter {
         let mut total = 0usize;
         for chunk in chunks(text) {
             let key = if chunk.len() == text.len() { whole } else { xxh3_128(chunk.as_bytes()) };
-            if enabled {
-                if let Some(n) = self.memo.lock().counts.get(&key) {
-                    total += *n as usize;
-                    continue;
-                }
-            }
-            let n = encode_len(self.tokenizer, chunk);
-            let mut memo = self.memo.lock();
-            memo.encoded_bytes += chunk.len() as u64;
-            if enabled {
-                if memo.counts.len() >= MEMO_LIMIT {
-                    memo.counts.clear();
-                }
-                memo.counts.insert(key, n as u32);
-                memo.unsaved += 1;
-            }
-            total += n;
+            total += self.count_piece(chunk, key, enabled, TAIL_SPLITS);
         }
         if let (true, Ok(n)) = (enabled, u32::try_from(total)) {
             let mut memo = self.memo.lock();
@@ -165,6 +149,43 @@ impl TokenCounter {
             memo.wholes.insert(whole, n);
         }
         total
+    }
+
+    /// Tokens of one piece of [`chunks`] (`key` its xxh3-128), from the
+    /// memo or encoded. A piece encoded is first cut before its last line
+    /// (a cut [`chunks`] could make, so the two parts' counts add up), and
+    /// the part before, cut again `splits - 1` times, is remembered too:
+    /// the same paragraph at the end of a text alone (a section, a file)
+    /// differs from its piece in the prompt only in its last line or two
+    /// (the blank line after it, a closing tag), and is then counted by
+    /// encoding that line alone.
+    fn count_piece(&self, piece: &str, key: u128, enabled: bool, splits: usize) -> usize {
+        if enabled {
+            if let Some(n) = self.memo.lock().counts.get(&key) {
+                return *n as usize;
+            }
+        }
+        let n = match last_line_cut(piece).filter(|_| splits > 0) {
+            Some(cut) => {
+                let (head, last) = piece.split_at(cut);
+                let head_n = self.count_piece(head, xxh3_128(head.as_bytes()), enabled, splits - 1);
+                self.memo.lock().encoded_bytes += last.len() as u64;
+                head_n + encode_len(self.tokenizer, last)
+            }
+            None => {
+                self.memo.lock().encoded_bytes += piece.len() as u64;
+                encode_len(self.tokenizer, piece)
+            }
+        };
+        if enabled {
+            let mut memo = self.memo.lock();
+            if memo.counts.len() >= MEMO_LIMIT {
+                memo.counts.clear();
+            }
+            memo.counts.insert(key, n as u32);
+            memo.unsaved += 1;
+        }
+        n
     }
 
     /// Turns the memo on or off (off: every count encodes; for benchmarks).
@@ -304,6 +325,29 @@ pub fn chunks(text: &str) -> impl Iterator<Item = &str> {
         start = bytes.len();
         Some(piece)
     })
+}
+
+/// How many times [`TokenCounter`] cuts an encoded piece before its last
+/// line, remembering each part before: two covers a paragraph followed by a
+/// closing tag (a file in its wrapper) as well as by a blank line.
+const TAIL_SPLITS: usize = 2;
+
+/// The last place in `piece` where [`chunks`] could cut (right after a
+/// newline, before a character that is neither whitespace nor `/`), other
+/// than its start.
+fn last_line_cut(piece: &str) -> Option<usize> {
+    let bytes = piece.as_bytes();
+    let mut end = bytes.len().checked_sub(1)?;
+    while let Some(newline) = bytes[..end].iter().rposition(|&b| b == b'\n') {
+        let cut = newline + 1;
+        if let Some(next) = piece[cut..].chars().next() {
+            if !next.is_whitespace() && next != '/' {
+                return Some(cut);
+            }
+        }
+        end = newline;
+    }
+    None
 }
 
 /// [`chunks`] also cuts after a line whose length in bytes is a multiple of
@@ -574,6 +618,44 @@ mod tests {
             c.load(&path);
             assert_eq!(c.count(text), n);
             assert_eq!(c.encoded_bytes(), text.len() as u64, "a bad file is not trusted");
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+        /// A paragraph counted inside a longer text, then at the end of a
+        /// text alone (a section before the blank line that follows it in
+        /// the prompt, a file before its closing tag): the count is exact,
+        /// and only what follows the piece's last cut is encoded again.
+        #[test]
+        fn a_text_counted_after_the_same_text_with_more_encodes_only_its_last_line(
+            lines in proptest::collection::vec("[ -~]{0,30}|[a-zé ]{1,20}|日本語|\\s{1,3}|/[a-z]{0,5}", 1..40),
+            blank_every in 2usize..12,
+            suffix in proptest::sample::select(vec!["\n\n", "\n</context_file>", "\n</context_file>\n\n### NEXT.md\n<context_file>", "\n\n## Next\nmore"]),
+            tokenizer in proptest::sample::select(vec![Tokenizer::O200kBase, Tokenizer::Cl100kBase]),
+        ) {
+            let text: String = lines
+                .iter()
+                .enumerate()
+                .map(|(i, l)| if i % blank_every == blank_every - 1 { format!("{l}\n\n") } else { format!("{l}\n") })
+                .collect::<String>()
+                .trim_end_matches('\n')
+                .to_string();
+            proptest::prop_assume!(!text.is_empty());
+            let counter = TokenCounter::new(tokenizer);
+            let longer = format!("{text}{suffix}");
+            proptest::prop_assert_eq!(counter.count(&longer), reference(tokenizer).encode_ordinary(&longer).len());
+            let before = counter.encoded_bytes();
+            proptest::prop_assert_eq!(counter.count(&text), reference(tokenizer).encode_ordinary(&text).len());
+            let last_piece = chunks(&text).last().unwrap();
+            let after_cut = last_line_cut(last_piece).map_or(last_piece.len(), |cut| last_piece.len() - cut);
+            proptest::prop_assert!(
+                counter.encoded_bytes() - before <= after_cut as u64,
+                "encoded {} bytes again; the last piece's last line is {} bytes",
+                counter.encoded_bytes() - before,
+                after_cut
+            );
         }
     }
 }
