@@ -178,14 +178,18 @@ impl TokenCounter {
             }
         };
         if enabled {
-            let mut memo = self.memo.lock();
-            if memo.counts.len() >= MEMO_LIMIT {
-                memo.counts.clear();
-            }
-            memo.counts.insert(key, n as u32);
-            memo.unsaved += 1;
+            self.remember(key, n);
         }
         n
+    }
+
+    fn remember(&self, key: u128, n: usize) {
+        let mut memo = self.memo.lock();
+        if memo.counts.len() >= MEMO_LIMIT {
+            memo.counts.clear();
+        }
+        memo.counts.insert(key, n as u32);
+        memo.unsaved += 1;
     }
 
     /// Turns the memo on or off (off: every count encodes; for benchmarks).
@@ -314,8 +318,10 @@ pub fn chunks(text: &str) -> impl Iterator<Item = &str> {
             };
             search = cut;
             line_start = cut;
-            let Some(next) = text[cut..].chars().next() else { break };
-            if !next.is_whitespace() && next != '/' {
+            if cut >= bytes.len() {
+                break;
+            }
+            if starts_pre_token(text, cut) {
                 let piece = &text[start..cut];
                 start = cut;
                 return Some(piece);
@@ -332,6 +338,12 @@ pub fn chunks(text: &str) -> impl Iterator<Item = &str> {
 /// closing tag (a file in its wrapper) as well as by a blank line.
 const TAIL_SPLITS: usize = 2;
 
+/// Whether `at`, right after a newline of `text`, is a place both
+/// vocabularies' pre-split always starts a pre-token (see [`chunks`]).
+fn starts_pre_token(text: &str, at: usize) -> bool {
+    text[at..].chars().next().is_some_and(|next| !next.is_whitespace() && next != '/')
+}
+
 /// The last place in `piece` where [`chunks`] could cut (right after a
 /// newline, before a character that is neither whitespace nor `/`), other
 /// than its start.
@@ -339,11 +351,8 @@ fn last_line_cut(piece: &str) -> Option<usize> {
     let bytes = piece.as_bytes();
     let mut end = bytes.len().checked_sub(1)?;
     while let Some(newline) = bytes[..end].iter().rposition(|&b| b == b'\n') {
-        let cut = newline + 1;
-        if let Some(next) = piece[cut..].chars().next() {
-            if !next.is_whitespace() && next != '/' {
-                return Some(cut);
-            }
+        if starts_pre_token(piece, newline + 1) {
+            return Some(newline + 1);
         }
         end = newline;
     }
