@@ -7,7 +7,7 @@
 //! so wasmtime is not linked into it; anything else (another command, a
 //! plugin that must run, no cache) it hands to `proem-full` beside it, which
 //! replaces the process with the same arguments, environment and standard
-//! streams. Both parse the same [`Cli`], so usage, `--help` and errors read
+//! streams. Both parse the same `Cli`, so usage, `--help` and errors read
 //! the same.
 
 use crate::config::PluginConfig;

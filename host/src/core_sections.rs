@@ -22,7 +22,7 @@ use std::sync::Arc;
 /// the dynamic ones may (`turn`). The split is what lets a render reuse the
 /// stable sections of the last one when only the turn changed (a new clock,
 /// another channel): a stable section's function takes [`StableInputs`]
-/// alone, so it cannot read the turn, and [`stable_key`] names every field
+/// alone, so it cannot read the turn, and `stable_key` names every field
 /// of [`StableInputs`].
 #[derive(Debug, Clone)]
 pub struct CoreInputs<'a> {

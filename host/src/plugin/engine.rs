@@ -66,9 +66,11 @@ pub fn worker_threads() -> usize {
 /// The pooling allocator, sized so that [`CALL_SLOTS`] calls at the
 /// sandbox's per-call limits always fit: instances, memories, tables and
 /// stacks are made once and reused, reset by `memset` and `madvise`, never
-/// shared by two calls at once (wasmtime's isolation guarantee). Every
-/// per-call limit stays the limiter's (`sandbox.rs`); the pool only adds
-/// [`MAX_TABLE_ELEMENTS`].
+/// shared by two calls at once (wasmtime's isolation guarantee). The
+/// memory cap stays the limiter's (`sandbox.rs`); the pool adds
+/// [`MAX_TABLE_ELEMENTS`] and wasmtime's default 1 MiB of runtime metadata
+/// per instance, and refuses a component over the per-call counts when it
+/// is compiled (the limiter would refuse it when instantiated).
 fn pool() -> wasmtime::InstanceAllocationStrategy {
     use crate::plugin::sandbox::{MAX_INSTANCES, MAX_MEMORIES, MAX_TABLES};
     let (instances, memories, tables) = (MAX_INSTANCES as u32, MAX_MEMORIES as u32, MAX_TABLES as u32);

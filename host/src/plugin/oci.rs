@@ -154,7 +154,7 @@ pub fn push(file: &Path, reference: &str) -> Result<Pushed, String> {
 }
 
 /// Fetches the plugin at `reference` and installs it into `agent_dir`
-/// with [`install::install`]: `plugins/<id>.wasm` and a `[[plugins]]` entry
+/// with [`crate::plugin::install::Plan::install`]: `plugins/<id>.wasm` and a `[[plugins]]` entry
 /// pinning its sha256. `id` defaults to the repository's last part.
 pub fn pull(reference: &str, agent_dir: &Path, id: Option<&str>) -> Result<Installed, String> {
     let source = OciRef::parse(reference)?;
