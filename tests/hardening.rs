@@ -245,16 +245,7 @@ mod limits {
         // counts when it compiles it, before any instance exists.
         let component =
             Component::new(&engine.engine, wat::parse_str(wat).unwrap()).map_err(|e| (false, format!("{e:?}")))?;
-        let sandbox = Sandbox {
-            plugin: "limits".into(),
-            grants: Grants::default(),
-            agent_dir: std::env::temp_dir(),
-            memory_bytes: cap_mib << 20,
-            now: Duration::ZERO,
-            tokenizer: Tokenizer::O200kBase,
-        };
-        let mut store = Store::new(&engine.engine, sandbox.state().unwrap());
-        store.limiter(|s| &mut s.limiter);
+        let mut store = sandboxed_store(cap_mib);
         let linker: Linker<_> = Linker::new(&engine.engine);
         let result = engine
             .run_all(
@@ -267,6 +258,24 @@ mod limits {
             .remove(0)
             .unwrap();
         result
+    }
+
+    /// A store as a plugin call gets one: its sandbox state, a `cap_mib`
+    /// memory cap kept by the limiter, and an epoch deadline far enough
+    /// away for any of these tests.
+    fn sandboxed_store(cap_mib: usize) -> Store<proem_host::plugin::sandbox::State> {
+        let sandbox = Sandbox {
+            plugin: "limits".into(),
+            grants: Grants::default(),
+            agent_dir: std::env::temp_dir(),
+            memory_bytes: cap_mib << 20,
+            now: Duration::ZERO,
+            tokenizer: Tokenizer::O200kBase,
+        };
+        let mut store = Store::new(&engine::get().unwrap().engine, sandbox.state().unwrap());
+        store.limiter(|s| &mut s.limiter);
+        store.set_epoch_deadline(engine::deadline_ticks(Duration::from_secs(10)));
+        store
     }
 
     /// A component instantiating a core module `n` times.
@@ -297,17 +306,17 @@ mod limits {
     const PEEK_POKE: &str = r#"(component
         (core module $m
             (memory (export "mem") 1)
-            (func (export "poke") (param $at i32) (param $value i32)
+            ;; Grows the memory until the 4 bytes at $at are in it.
+            (func $reach (param $at i32)
                 (local $need i32)
                 (local.set $need (i32.sub (i32.add (i32.shr_u (local.get $at) (i32.const 16)) (i32.const 1)) (memory.size)))
                 (if (i32.gt_s (local.get $need) (i32.const 0))
-                    (then (drop (memory.grow (local.get $need)))))
+                    (then (drop (memory.grow (local.get $need))))))
+            (func (export "poke") (param $at i32) (param $value i32)
+                (call $reach (local.get $at))
                 (i32.store (local.get $at) (local.get $value)))
             (func (export "peek") (param $at i32) (result i32)
-                (local $need i32)
-                (local.set $need (i32.sub (i32.add (i32.shr_u (local.get $at) (i32.const 16)) (i32.const 1)) (memory.size)))
-                (if (i32.gt_s (local.get $need) (i32.const 0))
-                    (then (drop (memory.grow (local.get $need)))))
+                (call $reach (local.get $at))
                 (i32.load (local.get $at))))
         (core instance $i (instantiate $m))
         (func (export "poke") (param "at" u32) (param "value" u32) (canon lift (core func $i "poke")))
@@ -317,19 +326,9 @@ mod limits {
     /// call runs.
     fn in_fresh_store(component: &Component, poke: Option<u32>, at: u32) -> u32 {
         let engine = engine::get().unwrap();
-        let (component, engine_ref) = (component.clone(), &engine.engine);
-        let sandbox = Sandbox {
-            plugin: "pool".into(),
-            grants: Grants::default(),
-            agent_dir: std::env::temp_dir(),
-            memory_bytes: 64 << 20,
-            now: Duration::ZERO,
-            tokenizer: Tokenizer::O200kBase,
-        };
-        let mut store = Store::new(engine_ref, sandbox.state().unwrap());
-        store.limiter(|s| &mut s.limiter);
-        store.set_epoch_deadline(engine::deadline_ticks(Duration::from_secs(10)));
-        let linker: Linker<_> = Linker::new(engine_ref);
+        let component = component.clone();
+        let mut store = sandboxed_store(64);
+        let linker: Linker<_> = Linker::new(&engine.engine);
         engine
             .run_all(
                 vec![async move {

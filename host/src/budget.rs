@@ -19,7 +19,7 @@
 use crate::bootstrap::FileGroup;
 use crate::core_sections::{self, CoreInputs, CoreRender, Knobs};
 use crate::error::ProemError;
-use crate::render::{join, merge, Joined};
+use crate::render::{join, merge, order, Joined};
 use crate::report::Diagnostic;
 use crate::section::{core_key, ids, CutClass, Section, Zone, CORE_SOURCE};
 use crate::skills::SkillsForm;
@@ -151,17 +151,18 @@ pub fn fit(
 /// changes the pieces around it alone. Returns that render, for [`fit`]'s
 /// first step.
 pub fn count_ahead(inputs: &CoreInputs, counter: &TokenCounter) -> CoreRender {
-    let render = core_sections::render(inputs, &Knobs::untouched(inputs));
+    let mut render = core_sections::render(inputs, &Knobs::untouched(inputs));
     for file in render.files.iter() {
         counter.count(&file.text);
     }
     for section in &render.sections {
         counter.count(&section.body);
     }
-    // The stable part needs no count of its own: its pieces are the
-    // sections' and the prompt's.
-    let (sections, _) = merge(render.sections.clone(), &[], inputs.stable.mode);
-    counter.count(&join(&sections).prompt);
+    // Merged with nothing contributed, the core sections are only put in
+    // prompt order. The stable part needs no count of its own: its pieces
+    // are the sections' and the prompt's.
+    order(&mut render.sections);
+    counter.count(&join(&render.sections).prompt);
     render
 }
 

@@ -178,18 +178,14 @@ impl TokenCounter {
             }
         };
         if enabled {
-            self.remember(key, n);
+            let mut memo = self.memo.lock();
+            if memo.counts.len() >= MEMO_LIMIT {
+                memo.counts.clear();
+            }
+            memo.counts.insert(key, n as u32);
+            memo.unsaved += 1;
         }
         n
-    }
-
-    fn remember(&self, key: u128, n: usize) {
-        let mut memo = self.memo.lock();
-        if memo.counts.len() >= MEMO_LIMIT {
-            memo.counts.clear();
-        }
-        memo.counts.insert(key, n as u32);
-        memo.unsaved += 1;
     }
 
     /// Turns the memo on or off (off: every count encodes; for benchmarks).

@@ -100,7 +100,7 @@ pub struct PluginEngine {
     pub linker: Linker<State>,
     runtime: tokio::runtime::Runtime,
     /// [`CALL_SLOTS`] permits: a call holds one while its store lives.
-    pub slots: tokio::sync::Semaphore,
+    pub(crate) slots: tokio::sync::Semaphore,
 }
 
 static ENGINE: OnceLock<Result<PluginEngine, String>> = OnceLock::new();
