@@ -11,17 +11,14 @@ pub const RESERVED_TAGS: [&str; 5] =
     ["context_file", "internal_config", "extra_context", "available_skills", "plugin_section"];
 
 /// The hygiene every text that reaches the prompt passes, from a workspace
-/// file, a plugin or the turn: a leading UTF-8 byte-order mark is removed,
+/// file, a plugin or the turn: leading UTF-8 byte-order marks are removed,
 /// CRLF and lone CR become LF, and every other control character (C0 but
 /// tab and LF, DEL, C1: NUL, ESC, BEL, VT, …) is removed. `None` when the
 /// text needs no change (the common case costs one scan and no copy).
 pub fn clean_text(text: &str) -> Option<String> {
-    let needs = text.starts_with('\u{feff}')
-        || text.bytes().any(|b| (b < 0x20 && b != b'\n' && b != b'\t') || b == 0x7f || b == 0xc2);
-    if !needs {
+    if !text.starts_with('\u{feff}') && !has_control_byte(text.as_bytes()) {
         return None;
     }
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
@@ -35,7 +32,24 @@ pub fn clean_text(text: &str) -> Option<String> {
             c => out.push(c),
         }
     }
+    // Every mark the text now starts with (a file saved twice by a careless
+    // editor has two; a control character may have stood before one), so
+    // that cleaning a cleaned text changes nothing.
+    let marks = out.len() - out.trim_start_matches('\u{feff}').len();
+    out.drain(..marks);
     Some(out)
+}
+
+/// Whether `bytes` hold a byte [`clean_text`] acts on: C0 but tab and LF,
+/// DEL, or 0xC2 (the first byte of every C1 character in UTF-8; a false
+/// alarm on other characters it starts only costs the slow path).
+fn has_control_byte(bytes: &[u8]) -> bool {
+    let flagged = |b: u8| (b < 0x20 && b != b'\n' && b != b'\t') | (b == 0x7f) | (b == 0xc2);
+    // Blocks folded without branching, which the compiler vectorises:
+    // workspace files are read whole, tens of kilobytes each.
+    let mut blocks = bytes.chunks_exact(64);
+    let any_block = blocks.by_ref().any(|block| block.iter().fold(false, |acc, &b| acc | flagged(b)));
+    any_block || blocks.remainder().iter().any(|&b| flagged(b))
 }
 
 /// [`clean_text`], always returning the text.
@@ -405,6 +419,52 @@ mod tests {
         );
         assert_eq!(clean_text("plain\ttext\n é ü"), None, "nothing to change: no copy");
         assert_eq!(clean_owned("é\u{a0}x".into()), "é\u{a0}x", "non-control non-ASCII text is kept");
+    }
+
+    proptest::proptest! {
+        /// Whatever the text and wherever a control character sits in it
+        /// (the quick check reads 64-byte blocks, then the rest): a text
+        /// left alone (`None`) has nothing to clean, a text with a control
+        /// character or a leading byte-order mark is cleaned, and what comes
+        /// out holds no control character but tab and LF.
+        #[test]
+        fn only_clean_text_is_left_alone_and_what_is_cleaned_is_clean(
+            pieces in proptest::collection::vec(
+                // Each edge of each class the quick check tells apart.
+                "[a-z ]{0,70}|[\u{0}-\u{1f}\u{7f}-\u{a0}\u{feff}]|[\u{0}\u{8}\u{b}\r\u{1f}\u{7f}\u{80}\u{9f}]|é|\r\n|日本",
+                0..12,
+            ),
+        ) {
+            let text: String = pieces.concat();
+            let dirty = |t: &str| t.starts_with('\u{feff}') || t.chars().any(|c| c.is_control() && c != '\n' && c != '\t');
+            match clean_text(&text) {
+                None => proptest::prop_assert!(!dirty(&text), "left alone: {text:?}"),
+                Some(cleaned) => {
+                    proptest::prop_assert!(!cleaned.chars().any(|c| c.is_control() && c != '\n' && c != '\t'));
+                    proptest::prop_assert_eq!(clean_text(&cleaned).unwrap_or_else(|| cleaned.clone()), cleaned.clone());
+                }
+            }
+            if dirty(&text) {
+                proptest::prop_assert!(clean_text(&text).is_some(), "not cleaned: {text:?}");
+            }
+        }
+
+        /// One control character anywhere in a long clean text, inside a
+        /// 64-byte block or in the rest, is found.
+        #[test]
+        fn one_control_character_anywhere_is_found(
+            clean in "[a-zé日 \n\t]{0,300}",
+            control in "[\u{0}-\u{8}\u{b}-\u{1f}\u{7f}-\u{9f}]",
+            at in 0usize..1000,
+        ) {
+            proptest::prop_assert_eq!(clean_text(&clean), None);
+            let mut at = at % (clean.len() + 1);
+            while !clean.is_char_boundary(at) {
+                at -= 1;
+            }
+            let text = format!("{}{control}{}", &clean[..at], &clean[at..]);
+            proptest::prop_assert!(clean_text(&text).is_some(), "not cleaned: {text:?}");
+        }
     }
 
     #[test]

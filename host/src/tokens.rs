@@ -165,20 +165,17 @@ impl TokenCounter {
                 return *n as usize;
             }
         }
-        let n = match last_line_cut(piece).filter(|_| splits > 0) {
+        let (n, encoded) = match last_line_cut(piece).filter(|_| splits > 0) {
             Some(cut) => {
                 let (head, last) = piece.split_at(cut);
                 let head_n = self.count_piece(head, xxh3_128(head.as_bytes()), enabled, splits - 1);
-                self.memo.lock().encoded_bytes += last.len() as u64;
-                head_n + encode_len(self.tokenizer, last)
+                (head_n + encode_len(self.tokenizer, last), last)
             }
-            None => {
-                self.memo.lock().encoded_bytes += piece.len() as u64;
-                encode_len(self.tokenizer, piece)
-            }
+            None => (encode_len(self.tokenizer, piece), piece),
         };
+        let mut memo = self.memo.lock();
+        memo.encoded_bytes += encoded.len() as u64;
         if enabled {
-            let mut memo = self.memo.lock();
             if memo.counts.len() >= MEMO_LIMIT {
                 memo.counts.clear();
             }
@@ -292,27 +289,28 @@ pub fn head_within(text: &str, max: usize, counter: &TokenCounter) -> Option<Str
 /// was appended; only the pieces around a difference are encoded again.
 pub fn chunks(text: &str) -> impl Iterator<Item = &str> {
     let bytes = text.as_bytes();
+    // One vectorised search over the whole text (lines are short: a search
+    // started again at each line would cost more than it finds).
+    let mut newlines = memchr::memchr_iter(b'\n', bytes);
     let mut start = 0;
-    let mut search = 0;
     let mut line_start = 0;
     std::iter::from_fn(move || {
         if start >= bytes.len() {
             return None;
         }
-        // `find(char)` is a memchr.
-        while let Some(found) = text[search..].find('\n') {
-            let at = search + found;
+        for at in newlines.by_ref() {
+            if at < line_start {
+                continue; // the second newline of a blank line cut after it
+            }
             let line_len = at - line_start;
             let cut = if bytes.get(at + 1) == Some(&b'\n') {
                 at + 2
             } else if line_len > 0 && line_len % LINE_CUT_MODULUS == 0 {
                 at + 1
             } else {
-                search = at + 1;
                 line_start = at + 1;
                 continue;
             };
-            search = cut;
             line_start = cut;
             if cut >= bytes.len() {
                 break;
@@ -344,9 +342,10 @@ fn starts_pre_token(text: &str, at: usize) -> bool {
 /// newline, before a character that is neither whitespace nor `/`), other
 /// than its start.
 fn last_line_cut(piece: &str) -> Option<usize> {
-    let bytes = piece.as_bytes();
-    let mut end = bytes.len().checked_sub(1)?;
-    while let Some(newline) = bytes[..end].iter().rposition(|&b| b == b'\n') {
+    // A newline in the last character would cut at the end: not a cut.
+    let (mut end, _) = piece.char_indices().next_back()?;
+    // `rfind(char)` is a memrchr.
+    while let Some(newline) = piece[..end].rfind('\n') {
         if starts_pre_token(piece, newline + 1) {
             return Some(newline + 1);
         }
@@ -398,6 +397,42 @@ fn first_overlong_cut(text: &str) -> Option<usize> {
     if text.len() <= WHITESPACE_RUN_LIMIT {
         return None;
     }
+    // Most texts are shorter than a word run may be, and a look at one
+    // byte in `RUN_SAMPLE` shows they hold no long whitespace run either.
+    if text.len() <= WORD_RUN_LIMIT && !may_hold_long_whitespace_run(text.as_bytes()) {
+        return None;
+    }
+    scan_for_overlong_cut(text)
+}
+
+/// Spacing of the bytes [`may_hold_long_whitespace_run`] looks at: a
+/// whitespace run longer than [`WHITESPACE_RUN_LIMIT`] covers at least four
+/// consecutive multiples of it.
+const RUN_SAMPLE: usize = WHITESPACE_RUN_LIMIT / 4;
+
+/// `false` only when `text` holds no whitespace run longer than
+/// [`WHITESPACE_RUN_LIMIT`] bytes. Every byte of such a run is ASCII
+/// whitespace or part of a multi-byte character (Unicode's other
+/// whitespace), and the run covers four consecutive multiples of
+/// [`RUN_SAMPLE`]: when no four such bytes in a row qualify, there is none.
+fn may_hold_long_whitespace_run(text: &[u8]) -> bool {
+    let mut streak = 0;
+    for &byte in text.iter().step_by(RUN_SAMPLE) {
+        // `char::is_whitespace` in ASCII: tab to carriage return, space.
+        if byte >= 0x80 || matches!(byte, b'\t'..=b'\r' | b' ') {
+            streak += 1;
+            if streak == WHITESPACE_RUN_LIMIT / RUN_SAMPLE {
+                return true;
+            }
+        } else {
+            streak = 0;
+        }
+    }
+    false
+}
+
+/// [`first_overlong_cut`] by reading every character.
+fn scan_for_overlong_cut(text: &str) -> Option<usize> {
     let mut run_start = 0;
     let mut run_space = None;
     for (i, c) in text.char_indices() {
@@ -623,6 +658,33 @@ mod tests {
             c.load(&path);
             assert_eq!(c.count(text), n);
             assert_eq!(c.encoded_bytes(), text.len() as u64, "a bad file is not trusted");
+        }
+    }
+
+    proptest::proptest! {
+        /// The sampled look finds every whitespace run over the limit:
+        /// runs of every kind of whitespace (one to three bytes a
+        /// character) just under, at and over it, anywhere among words and
+        /// multi-byte text, are cut where reading every character cuts.
+        #[test]
+        fn sampling_for_long_whitespace_runs_cuts_where_reading_everything_does(
+            segments in proptest::collection::vec(
+                (
+                    proptest::sample::select(vec![" ", "\t", "\n", "\u{b}", "\r\n", "\u{85}", "\u{a0}", "\u{2003}", "\u{3000}"]),
+                    0usize..1300,
+                    // Long ASCII words, whose bytes the look tells from
+                    // whitespace, and short multi-byte ones, whose bytes it
+                    // cannot.
+                    "[a-z]{1,600}|[a-z日é]{0,40}",
+                ),
+                1..8,
+            ),
+        ) {
+            let text: String = segments
+                .iter()
+                .map(|(space, bytes, word)| format!("{}{word}", space.repeat(bytes / space.len())))
+                .collect();
+            proptest::prop_assert_eq!(first_overlong_cut(&text), scan_for_overlong_cut(&text));
         }
     }
 

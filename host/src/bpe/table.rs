@@ -91,6 +91,34 @@ fn place(h: u64, slot_bits: u32) -> (usize, u64) {
     (slot, tag)
 }
 
+/// Whether `a` and `b`, of the same length, hold the same bytes: words
+/// compared inline, since a token is a few bytes long and a call to
+/// `memcmp` costs more than the comparison (a lookup that finds its token
+/// compares once).
+#[inline]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    debug_assert_eq!(a.len(), b.len());
+    let n = a.len();
+    let word8 = |s: &[u8], at: usize| u64::from_le_bytes(s[at..at + 8].try_into().expect("8 bytes"));
+    let word4 = |s: &[u8], at: usize| u32::from_le_bytes(s[at..at + 4].try_into().expect("4 bytes"));
+    if n >= 8 {
+        // Whole words, then the last 8 bytes (overlapping when n is not a
+        // multiple of 8).
+        let mut at = 0;
+        while at + 8 < n {
+            if word8(a, at) != word8(b, at) {
+                return false;
+            }
+            at += 8;
+        }
+        word8(a, n - 8) == word8(b, n - 8)
+    } else if n >= 4 {
+        word4(a, 0) == word4(b, 0) && word4(a, n - 4) == word4(b, n - 4)
+    } else {
+        a.iter().zip(b).all(|(x, y)| x == y)
+    }
+}
+
 /// A table read in place.
 #[derive(Debug, Clone, Copy)]
 pub struct Table<'a> {
@@ -168,7 +196,7 @@ impl<'a> Table<'a> {
             }
             if entry & KEY_MASK == want {
                 let start = (entry & ((1 << OFFSET_BITS) - 1)) as usize;
-                if self.bytes.get(start..start + piece.len()) == Some(piece) {
+                if self.bytes.get(start..start + piece.len()).is_some_and(|token| same_bytes(token, piece)) {
                     return Some(slot_rank(entry));
                 }
             }

@@ -230,35 +230,40 @@ fn one_line(s: &str) -> String {
     out
 }
 
+/// Acronyms [`label`] writes in capitals, by their lower-case spelling.
+const ACRONYMS: [(&str, &str); 7] = [
+    ("mbti", "MBTI"),
+    ("ocean", "OCEAN"),
+    ("tts", "TTS"),
+    ("uri", "URI"),
+    ("id", "ID"),
+    ("ipv4", "IPv4"),
+    ("ipv6", "IPv6"),
+];
+
 /// `core_values` → `Core values`; known acronyms upper-cased (`mbti` → `MBTI`).
+/// Words are split at `_`, whitespace and control characters, and joined
+/// by one space; the first character is upper-cased. One string is built
+/// (a document has a label for every field).
 fn label(key: &str) -> String {
-    const ACRONYMS: [(&str, &str); 7] = [
-        ("mbti", "MBTI"),
-        ("ocean", "OCEAN"),
-        ("tts", "TTS"),
-        ("uri", "URI"),
-        ("id", "ID"),
-        ("ipv4", "IPv4"),
-        ("ipv6", "IPv6"),
-    ];
-    let spaced: Vec<String> = one_line(&key.replace('_', " "))
-        .split(' ')
-        .map(|w| {
-            ACRONYMS
-                .iter()
-                .find(|(a, _)| w.eq_ignore_ascii_case(a))
-                .map(|(_, up)| up.to_string())
-                .unwrap_or_else(|| w.to_string())
-        })
-        .collect();
-    let spaced = spaced.join(" ");
-    let mut chars = spaced.chars();
-    match chars.next() {
-        Some(first) => first.to_uppercase().chain(chars).collect(),
-        None => spaced,
+    let mut out = String::with_capacity(key.len());
+    for word in key.split(|c: char| c == '_' || c.is_whitespace() || c.is_control()).filter(|w| !w.is_empty()) {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        match ACRONYMS.iter().find(|(a, _)| word.eq_ignore_ascii_case(a)) {
+            Some((_, up)) => out.push_str(up),
+            None => out.push_str(word),
+        }
     }
+    if let Some(first) = out.chars().next().filter(|c| !c.to_uppercase().eq([*c])) {
+        let upper: String = first.to_uppercase().collect();
+        out.replace_range(..first.len_utf8(), &upper);
+    }
+    out
 }
 
+/// Two spaces per level.
 fn indent(depth: usize) -> String {
     "  ".repeat(depth)
 }
@@ -277,3 +282,44 @@ fn cap(mut text: String) -> String {
 }
 
 proem_sdk::register_plugin!(AieosIdentity);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The definition of a label, spelled out step by step.
+    fn label_by_definition(key: &str) -> String {
+        let spaced: Vec<String> = one_line(&key.replace('_', " "))
+            .split(' ')
+            .map(|w| {
+                ACRONYMS
+                    .iter()
+                    .find(|(a, _)| w.eq_ignore_ascii_case(a))
+                    .map(|(_, up)| up.to_string())
+                    .unwrap_or_else(|| w.to_string())
+            })
+            .collect();
+        let spaced = spaced.join(" ");
+        let mut chars = spaced.chars();
+        match chars.next() {
+            Some(first) => first.to_uppercase().chain(chars).collect(),
+            None => spaced,
+        }
+    }
+
+    proptest::proptest! {
+        /// Keys of every shape a hostile document can hold: acronyms in any
+        /// case, underscores and whitespace runs at either end, control
+        /// characters, letters whose capital is two letters (ß) or none.
+        #[test]
+        fn labels_are_built_as_defined(
+            key in proptest::collection::vec(
+                proptest::sample::select(vec!["_", " ", "\t", "\n", "\u{7}", "\u{85}", "mbti", "IpV4", "id", "core", "ß", "ǆ", "élan", "1", "値"]),
+                0..8,
+            ),
+        ) {
+            let key = key.concat();
+            proptest::prop_assert_eq!(label(&key), label_by_definition(&key));
+        }
+    }
+}
