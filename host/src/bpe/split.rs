@@ -87,37 +87,64 @@ impl PreSplit {
         let hay = text.as_bytes();
         let mut at = 0;
         while at < hay.len() {
-            if let Some(end) = ascii_piece(hay, at, self.words) {
-                piece(&text[at..end]);
-                at = end;
-                continue;
-            }
-            let input = Input::new(hay).range(at..).anchored(Anchored::Yes);
-            let Ok(Some(found)) = self.dfa.try_search_fwd(&input) else {
+            match ascii_piece(hay, at, self.words).or_else(|| self.regex_piece(text, at)) {
+                Some(end) => {
+                    piece(&text[at..end]);
+                    at = end;
+                }
                 // Unreachable (every character starts a match, and the DFA
                 // has no quit bytes); should it happen, the character is
                 // skipped, as tiktoken skips text no pattern matches.
-                at += text[at..].chars().next().map_or(1, char::len_utf8);
-                continue;
-            };
-            let mut end = found.offset();
-            if found.pattern().as_usize() == GIVES_BACK_ONE {
-                end -= text[..end].chars().next_back().map_or(0, char::len_utf8);
+                None => at += text[at..].chars().next().map_or(1, char::len_utf8),
             }
-            piece(&text[at..end]);
-            at = end;
         }
+    }
+
+    /// The end of the piece starting at `at`, by the DFA.
+    fn regex_piece(&self, text: &str, at: usize) -> Option<usize> {
+        let input = Input::new(text.as_bytes()).range(at..).anchored(Anchored::Yes);
+        let found = self.dfa.try_search_fwd(&input).ok()??;
+        let mut end = found.offset();
+        if found.pattern().as_usize() == GIVES_BACK_ONE {
+            end -= text[..end].chars().next_back().map_or(0, char::len_utf8);
+        }
+        Some(end)
     }
 }
 
-/// The end of the piece starting at `at` when it is one whose extent plain
-/// ASCII settles: up to three ASCII digits, or an ASCII word with at most
-/// one leading character that is neither a letter, a digit, `\r` nor `\n`
-/// (the patterns' optional prefix), ending before an ASCII byte that cannot
-/// continue it. `None` leaves the piece to the regex: anything non-ASCII
-/// where it could matter, a contraction (o200k joins `'s` to the word
-/// before it, cl100k makes it a piece of its own), a small letter followed
-/// by a capital (o200k cuts there), whitespace and punctuation runs.
+/// Whitespace as the patterns' `\s` has it, in ASCII: tab to carriage
+/// return (with the vertical tab `u8::is_ascii_whitespace` leaves out) and
+/// space.
+fn is_space(b: u8) -> bool {
+    matches!(b, b'\t'..=b'\r' | b' ')
+}
+
+/// The patterns' `[^\s\p{L}\p{N}]` in ASCII: punctuation, symbols and
+/// control characters.
+fn is_punct(b: u8) -> bool {
+    b.is_ascii() && !is_space(b) && !b.is_ascii_alphanumeric()
+}
+
+/// The end of the piece starting at `at` when plain ASCII settles it, by
+/// the patterns' alternatives in their order; `None` leaves the piece to
+/// the regex (anything non-ASCII where it could matter, and a few rare
+/// cases):
+///
+/// - up to three ASCII digits (`\p{N}{1,3}`; no other alternative starts
+///   with a digit);
+/// - an ASCII word with at most one leading character that is neither a
+///   letter, a digit, `\r` nor `\n` (the optional prefix), ending before an
+///   ASCII byte that cannot continue it. Left to the regex: a contraction
+///   (o200k joins `'s` to the word before it, cl100k makes it a piece of its
+///   own), a small letter followed by a capital (o200k cuts there);
+/// - else, a run of punctuation with at most one space before it and the
+///   `\r`, `\n` (o200k: and `/`) after it (` ?[^\s\p{L}\p{N}]+[\r\n/]*`);
+/// - else, whitespace: up to its last newline (`\s*[\r\n]+`), all of it at
+///   the end of the text (`\s+$`, which cl100k tries first), all but its
+///   last character before other text (`\s+(?!\S)`), or its one character.
+///
+/// `tests::ascii_pieces_end_where_the_regex_ends` checks every position of
+/// generated text against the DFA.
 fn ascii_piece(hay: &[u8], at: usize, words: Words) -> Option<usize> {
     let first = hay[at];
     if first.is_ascii_digit() {
@@ -127,17 +154,61 @@ fn ascii_piece(hay: &[u8], at: usize, words: Words) -> Option<usize> {
         let settled = digits == 3 || hay.get(end).is_none_or(u8::is_ascii);
         return settled.then_some(end);
     }
-    let mut i = at;
-    if !first.is_ascii_alphabetic() {
-        // The optional prefix `[^\r\n\p{L}\p{N}]`, then letters must follow.
-        // (cl100k matches a contraction on its own first: `'s`, `'ll`, ...)
-        let contraction = first == b'\'' && words == Words::WholeRuns;
-        if !first.is_ascii() || first == b'\r' || first == b'\n' || contraction {
-            return None;
-        }
-        i += 1;
+    if !first.is_ascii() {
+        return None;
     }
-    let letters = i;
+    // (cl100k matches a contraction on its own first: `'s`, `'ll`, ...)
+    if first == b'\'' && words == Words::WholeRuns {
+        return None;
+    }
+    let prefixable = first != b'\r' && first != b'\n';
+    let letters = if first.is_ascii_alphabetic() { at } else { at + 1 };
+    match hay.get(letters) {
+        Some(b) if b.is_ascii_alphabetic() && (letters == at || prefixable) => return word_end(hay, letters, words),
+        _ => {}
+    }
+    // No word starts here, unless a letter beyond ASCII follows the prefix:
+    // both ways below then end at that byte and leave the piece to the
+    // regex.
+    let run = if first == b' ' && hay.get(at + 1).is_some_and(|&b| is_punct(b)) { at + 1 } else { at };
+    if is_punct(hay[run]) {
+        let mut end = run;
+        while hay.get(end).is_some_and(|&b| is_punct(b)) {
+            end += 1;
+        }
+        if hay.get(end).is_some_and(|b| !b.is_ascii()) {
+            return None; // a symbol beyond ASCII may go on with the run
+        }
+        let tail = |b: u8| b == b'\r' || b == b'\n' || (b == b'/' && words == Words::ByCase);
+        while hay.get(end).is_some_and(|&b| tail(b)) {
+            end += 1;
+        }
+        return Some(end);
+    }
+    // Whitespace (`first` is ASCII and neither a letter, a digit nor
+    // punctuation).
+    let mut end = at;
+    while hay.get(end).is_some_and(|&b| is_space(b)) {
+        end += 1;
+    }
+    let next = hay.get(end);
+    if next.is_some_and(|b| !b.is_ascii()) {
+        return None; // whitespace beyond ASCII may go on with the run
+    }
+    let last_newline = hay[at..end].iter().rposition(|&b| b == b'\r' || b == b'\n');
+    if next.is_none() && (words == Words::WholeRuns || last_newline.is_none()) {
+        return Some(end);
+    }
+    if let Some(newline) = last_newline {
+        return Some(at + newline + 1);
+    }
+    Some(if end - at >= 2 { end - 1 } else { end })
+}
+
+/// The end of an ASCII word whose letters start at `letters` (after the
+/// optional prefix), or `None` when the regex must decide.
+fn word_end(hay: &[u8], letters: usize, words: Words) -> Option<usize> {
+    let mut i = letters;
     match words {
         Words::ByCase => {
             // Capitals then small letters: both o200k alternatives take the
@@ -155,9 +226,6 @@ fn ascii_piece(hay: &[u8], at: usize, words: Words) -> Option<usize> {
             }
         }
     }
-    if i == letters {
-        return None;
-    }
     // What follows must end the word for certain: the end of the text or an
     // ASCII byte that is not a letter (a capital after a small letter
     // starts o200k's next piece, a case left to the regex) and, for o200k,
@@ -173,6 +241,51 @@ fn ascii_piece(hay: &[u8], at: usize, words: Words) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Text of the classes the fast path tells apart, and of the ones it
+    /// leaves to the regex: every ASCII whitespace and control character,
+    /// punctuation the patterns name, contractions, letters of both cases,
+    /// digits, and characters beyond ASCII (a letter, a mark, a space, a
+    /// symbol, punctuation).
+    fn mixed_text() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::strategy::Strategy;
+        let piece = proptest::prop_oneof![
+            "[a-zA-Z]{1,6}",
+            "[0-9]{1,4}",
+            "[ \t\n\r\u{b}\u{c}]{1,4}",
+            "[!-/:-@\\[-`{-~]{1,3}",
+            "[.:)]?\\r?\\n/{1,2}",
+            "[\u{0}-\u{8}\u{e}-\u{1f}\u{7f}]",
+            "'[sStTdDmM]|'ll|'VE|'re",
+            "[é\u{301}\u{a0}\u{3000}…’😀]",
+        ];
+        proptest::collection::vec(piece, 0..24).prop_map(|pieces| pieces.concat())
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+        /// Wherever a piece could start (every character of the text), a
+        /// piece the fast path settles ends where the DFA's ends, for both
+        /// vocabularies.
+        #[test]
+        fn ascii_pieces_end_where_the_regex_ends(text in mixed_text()) {
+            for split in [PreSplit::o200k(), PreSplit::cl100k()] {
+                for (at, _) in text.char_indices() {
+                    if let Some(end) = ascii_piece(text.as_bytes(), at, split.words) {
+                        proptest::prop_assert_eq!(
+                            Some(end),
+                            split.regex_piece(&text, at),
+                            "{:?} at {} ({:?})",
+                            &text,
+                            at,
+                            split.words
+                        );
+                    }
+                }
+            }
+        }
+    }
 
     /// What `PreSplit::new` skips at every start: every transition of the
     /// built-in DFAs leads to a state that exists.
