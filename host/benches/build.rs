@@ -81,9 +81,18 @@ fn main() {
     for (what, caching, new_clock) in cases {
         let mut assembler = Assembler::open(&atlas, None).unwrap();
         assembler.set_caching(caching);
-        let s = time_builds(&assembler, &turn, n(if caching == Caching::NONE { 1000 } else { 3000 }), new_clock);
+        let iters = n(if caching == Caching::NONE { 1000 } else { 3000 });
+        let (s, warm_up) = time_builds_and_warm_up(&assembler, &turn, iters, new_clock);
         with_plugins.push(s);
         line(format!("| {what} | {} | {} | {} | {} |", describe(caching), us(s.p50), us(s.p99), us(s.mean)));
+        if caching == Caching::NONE {
+            line(format!(
+                "| the same, its {WARM_UP_BUILDS} warm-up builds (the threads settling) | all off | {} | {} | {} |",
+                us(warm_up.p50),
+                us(warm_up.p99),
+                us(warm_up.mean)
+            ));
+        }
     }
     let mut no_plugins_config = Config::load(&atlas.join("proem.toml")).unwrap();
     no_plugins_config.plugins.clear();
@@ -91,7 +100,8 @@ fn main() {
     for caching in [Caching::default(), Caching { builds: false, ..Caching::default() }, Caching::NONE] {
         let mut assembler = Assembler::with_config(&atlas, no_plugins_config.clone()).unwrap();
         assembler.set_caching(caching);
-        let s = time_builds(&assembler, &turn, n(if caching == Caching::NONE { 1000 } else { 3000 }), false);
+        let iters = n(if caching == Caching::NONE { 1000 } else { 3000 });
+        let (s, _) = time_builds_and_warm_up(&assembler, &turn, iters, false);
         without.push(s);
         line(format!(
             "| same build without plugins | {} | {} | {} | {} |",
@@ -235,6 +245,27 @@ fn stats(mut samples: Vec<Duration>) -> Stats {
     let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
     let mean = samples.iter().sum::<Duration>() / samples.len() as u32;
     Stats { p50: at(0.5), p99: at(0.99), mean }
+}
+
+/// Builds run before the timed ones. A process's plugin threads take
+/// about 50 builds to settle (every cache off, atlas: the first 10 builds
+/// 1.25-1.35 ms, builds 10-50 1.1 ms, then 0.86-0.90 ms; no such transient
+/// without plugins, and no page faults after the first 10 builds): the
+/// figures are the settled ones, and the all-off row's warm-up is reported
+/// beside it.
+const WARM_UP_BUILDS: usize = 100;
+
+/// Times `iters` builds after [`WARM_UP_BUILDS`] warm-up builds; returns the
+/// warm-up builds' stats too.
+fn time_builds_and_warm_up(assembler: &Assembler, turn: &Turn, iters: usize, new_clock: bool) -> (Stats, Stats) {
+    let warm_up = (0..WARM_UP_BUILDS)
+        .map(|_| {
+            let begin = Instant::now();
+            std::hint::black_box(assembler.build(turn).unwrap());
+            begin.elapsed()
+        })
+        .collect();
+    (time_builds(assembler, turn, iters, new_clock), stats(warm_up))
 }
 
 /// Times `iters` builds after a few warm-up builds.
