@@ -661,7 +661,57 @@ mod tests {
         }
     }
 
+    /// [`chunks`]'s rule read off a list of lines: cut after a line
+    /// followed by a blank line (after the blank line), else after a line
+    /// whose length is a non-zero multiple of [`LINE_CUT_MODULUS`]; keep a
+    /// cut only inside the text and where a pre-token starts.
+    fn chunks_by_rule(text: &str) -> Vec<&str> {
+        let lines: Vec<&str> = text.split_inclusive('\n').collect();
+        let (mut cuts, mut end, mut i) = (Vec::new(), 0, 0);
+        while let Some(line) = lines.get(i) {
+            end += line.len();
+            i += 1;
+            let Some(body) = line.strip_suffix('\n') else { break };
+            let cut = if lines.get(i) == Some(&"\n") {
+                end += 1;
+                i += 1;
+                true
+            } else {
+                !body.is_empty() && body.len() % LINE_CUT_MODULUS == 0
+            };
+            if cut && end < text.len() && starts_pre_token(text, end) {
+                cuts.push(end);
+            }
+        }
+        let mut pieces = Vec::new();
+        let mut start = 0;
+        for cut in cuts.into_iter().chain([text.len()]).filter(|&c| c > 0) {
+            pieces.push(&text[start..cut]);
+            start = cut;
+        }
+        pieces
+    }
+
     proptest::proptest! {
+        /// Lines of every length around the cut (15, 16, 17, 32 bytes, some
+        /// with multi-byte characters), blank lines in runs, lines that
+        /// start with whitespace or `/`: the one-pass `chunks` cuts exactly
+        /// where the rule, read off the list of lines, does.
+        #[test]
+        fn chunks_cut_where_the_rule_says(
+            lines in proptest::collection::vec(
+                "[a-z]{15,17}|[a-z]{32}|é[a-z]{13,14}|[ \t/][a-z]{0,20}|[a-z ]{0,8}|",
+                0..40,
+            ),
+            end_with_newline in proptest::bool::ANY,
+        ) {
+            let mut text = lines.join("\n");
+            if end_with_newline {
+                text.push('\n');
+            }
+            proptest::prop_assert_eq!(chunks(&text).collect::<Vec<_>>(), chunks_by_rule(&text));
+        }
+
         /// The sampled look finds every whitespace run over the limit:
         /// runs of every kind of whitespace (one to three bytes a
         /// character) just under, at and over it, anywhere among words and
