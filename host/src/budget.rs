@@ -71,11 +71,10 @@ pub fn fit(
     counter: &TokenCounter,
     budget: usize,
     diagnostics: &mut Vec<Diagnostic>,
-    ahead: Option<CoreRender>,
+    mut ahead: Option<CoreRender>,
 ) -> Result<Fitted, ProemError> {
     let untouched = Knobs::untouched(inputs);
     let mut knobs = untouched.clone();
-    let mut ahead = ahead;
     // Both depend on the protected sections alone, which no knob changes:
     // counted once.
     let mut stable_limit = None;

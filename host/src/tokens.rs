@@ -418,8 +418,7 @@ const RUN_SAMPLE: usize = WHITESPACE_RUN_LIMIT / 4;
 fn may_hold_long_whitespace_run(text: &[u8]) -> bool {
     let mut streak = 0;
     for &byte in text.iter().step_by(RUN_SAMPLE) {
-        // `char::is_whitespace` in ASCII: tab to carriage return, space.
-        if byte >= 0x80 || matches!(byte, b'\t'..=b'\r' | b' ') {
+        if byte >= 0x80 || crate::bpe::split::is_space(byte) {
             streak += 1;
             if streak == WHITESPACE_RUN_LIMIT / RUN_SAMPLE {
                 return true;

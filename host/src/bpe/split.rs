@@ -112,10 +112,10 @@ impl PreSplit {
     }
 }
 
-/// Whitespace as the patterns' `\s` has it, in ASCII: tab to carriage
-/// return (with the vertical tab `u8::is_ascii_whitespace` leaves out) and
-/// space.
-fn is_space(b: u8) -> bool {
+/// Whitespace as the patterns' `\s` (and `char::is_whitespace`) has it, in
+/// ASCII: tab to carriage return (with the vertical tab
+/// `u8::is_ascii_whitespace` leaves out) and space.
+pub(crate) fn is_space(b: u8) -> bool {
     matches!(b, b'\t'..=b'\r' | b' ')
 }
 
