@@ -2,13 +2,13 @@
 //! sections intact, and a clear failure when even they do not fit.
 
 use crate::common::*;
-use proem_host::{Mode, ProemError, Turn};
+use proem::{Mode, ProemError, Turn};
 
 fn caps(per_file: usize, total: usize) -> String {
     format!("[agent]\nid = \"t\"\n[sandbox]\nenabled = true\n[budget]\nper_file_chars = {per_file}\ntotal_file_chars = {total}\n")
 }
 
-fn injected<'a>(built: &'a proem_host::Built, name: &str) -> &'a proem_host::report::FileReport {
+fn injected<'a>(built: &'a proem::Built, name: &str) -> &'a proem_core::report::FileReport {
     built.files.iter().find(|f| f.name == name).unwrap()
 }
 
@@ -93,7 +93,7 @@ fn heavy() -> (Agent, Turn) {
     (agent, turn)
 }
 
-fn protected_bodies(b: &proem_host::Built) -> Vec<(String, usize)> {
+fn protected_bodies(b: &proem::Built) -> Vec<(String, usize)> {
     b.sections
         .iter()
         .filter(|s| ["identity", "tooling", "safety", "workspace"].contains(&s.id.as_str()))
@@ -119,7 +119,7 @@ fn the_budget_is_never_exceeded_and_protected_sections_stay_whole() {
                 assert_eq!(exact, b.tokens.total, "reported count is exact");
                 assert!(exact <= budget, "budget {budget} exceeded: {exact}");
                 assert_eq!(protected_bodies(&b), protected, "budget {budget}");
-                assert_eq!(b.prompt.matches(proem_host::BOUNDARY_MARKER).count(), 1);
+                assert_eq!(b.prompt.matches(proem::BOUNDARY_MARKER).count(), 1);
                 fitted += 1;
             }
             Err(ProemError::BudgetTooSmall { needed, budget: b, over }) => {

@@ -2,8 +2,8 @@
 //! appears exactly once, and no untrusted input can forge it.
 
 use crate::common::*;
-use proem_host::turn::parse_now;
-use proem_host::{ChatKind, Turn, BOUNDARY_MARKER};
+use proem::{ChatKind, Turn, BOUNDARY_MARKER};
+use proem_core::turn::parse_now;
 
 fn agent() -> Agent {
     let a = Agent::new();
@@ -16,7 +16,7 @@ fn prompt_is_stable_marker_dynamic() {
     let built = agent().build(&turn());
     assert_eq!(built.prompt, format!("{}\n{BOUNDARY_MARKER}\n{}", built.stable, built.dynamic));
     assert_eq!(built.prompt.matches(BOUNDARY_MARKER).count(), 1);
-    assert_eq!(built.stable_hash, proem_host::assembler::sha256_hex(&built.stable));
+    assert_eq!(built.stable_hash, proem_core::digest::sha256_hex(&built.stable));
     assert_eq!(built.stable_hash.len(), 64);
 }
 

@@ -5,7 +5,7 @@ use crate::common::*;
 use std::process::{Command, Output};
 
 fn proem(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_proem"))
+    Command::new(crate::common::front())
         .args(args)
         .env_remove("RUST_LOG")
         .env_remove("PROEM_LOG")
@@ -32,7 +32,7 @@ fn build_prints_the_prompt_and_exits_zero() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.starts_with("You are testbot"));
-    assert_eq!(text.matches(proem_host::BOUNDARY_MARKER).count(), 1);
+    assert_eq!(text.matches(proem::BOUNDARY_MARKER).count(), 1);
     assert_eq!(text, format!("{}\n", agent.build(&turn()).prompt), "CLI and library agree");
     let owners = proem(&fixed(dir, &["--owner", "tg:42", "--owner", "tg:7", "--owner", "tg:42"]));
     let text = String::from_utf8(owners.stdout).unwrap();
@@ -93,12 +93,7 @@ fn json_output_has_every_key_of_the_contract() {
     assert!(d["level"] == "warn" && d["message"].as_str().unwrap().starts_with("AGENTS.md:"));
     assert_eq!(
         v["prompt"].as_str().unwrap(),
-        format!(
-            "{}\n{}\n{}",
-            v["stable"].as_str().unwrap(),
-            proem_host::BOUNDARY_MARKER,
-            v["dynamic"].as_str().unwrap()
-        )
+        format!("{}\n{}\n{}", v["stable"].as_str().unwrap(), proem::BOUNDARY_MARKER, v["dynamic"].as_str().unwrap())
     );
 }
 

@@ -3,13 +3,13 @@
 //! same prompt bytes as the same plugins built from source.
 
 use crate::common::*;
-use proem_host::plugin::binary;
-use proem_host::Turn;
+use proem::Turn;
+use proem_wasm::binary;
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;
 
 fn fixture_path(file: &str) -> PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/v0_1").join(file)
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/v0_1").join(file)
 }
 
 fn fixture_bytes(file: &str) -> Vec<u8> {
@@ -41,7 +41,7 @@ fn official(id: &str, file: &str, from_fixture: bool, extra: &str) -> Agent {
         "aieos.json",
         &std::fs::read_to_string(
             std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../plugins/aieos-identity/tests/docs/v1.1-nested.json"),
+                .join("../../plugins/aieos-identity/tests/docs/v1.1-nested.json"),
         )
         .unwrap(),
     );

@@ -2,9 +2,9 @@
 //! take) go through the same merge and budget code as core sections.
 
 use crate::common::*;
-use proem_host::mode::ModeSet;
-use proem_host::section::{Placement, Section, Slot, Zone};
-use proem_host::{Mode, Turn, BOUNDARY_MARKER};
+use proem::{Mode, Turn, BOUNDARY_MARKER};
+use proem_core::mode::ModeSet;
+use proem_core::section::{Placement, Section, Slot, Zone};
 
 fn section(
     plugin: &str,

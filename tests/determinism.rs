@@ -2,7 +2,7 @@
 //! skills, configured files, or the order files were created on disk.
 
 use crate::common::*;
-use proem_host::{Tool, Turn};
+use proem::{Tool, Turn};
 
 /// Every permutation of `items` (Heap's algorithm).
 fn permutations<T: Clone>(items: &[T]) -> Vec<Vec<T>> {

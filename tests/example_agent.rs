@@ -4,7 +4,7 @@
 //! then read the diff before committing it.
 
 use crate::common::*;
-use proem_host::{Assembler, ChatKind, Turn};
+use proem::{Assembler, ChatKind, Turn};
 
 fn marlow_turn() -> Turn {
     Turn {
@@ -41,7 +41,7 @@ fn the_example_prompt_matches_the_golden_file() {
     let root = std::fs::canonicalize(&dir).unwrap();
     let os = format!("os={} ({})", std::env::consts::OS, std::env::consts::ARCH);
     let normalised = built.prompt.replace(root.to_str().unwrap(), "<AGENT_DIR>").replace(&os, "os=<OS>");
-    let golden = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/golden/marlow.txt");
+    let golden = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/golden/marlow.txt");
     if std::env::var_os("PROEM_BLESS").is_some() {
         std::fs::write(&golden, &normalised).unwrap();
     }

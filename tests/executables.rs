@@ -7,7 +7,7 @@ use crate::common::*;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-const FRONT: &str = env!("CARGO_BIN_EXE_proem");
+use crate::common::front as front_exe;
 const FULL: &str = env!("CARGO_BIN_EXE_proem-full");
 
 /// Runs `exe` with `args`, its caches in `cache` (`""`: none), logs off.
@@ -57,7 +57,7 @@ fn installed() -> (tempfile::TempDir, PathBuf, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let front = dir.path().join("proem");
     let full = dir.path().join("proem-full");
-    std::fs::copy(FRONT, &front).unwrap();
+    std::fs::copy(front_exe(), &front).unwrap();
     std::fs::copy(FULL, &full).unwrap();
     (dir, front, full)
 }
@@ -167,7 +167,7 @@ fn front_logging(front: &Path, args: &[&str], cache: &Path) -> (Output, bool) {
     let out = Command::new(front)
         .args(args)
         .env("PROEM_CACHE_DIR", cache)
-        .env("PROEM_LOG", "proem_host::cli=debug")
+        .env("PROEM_LOG", "proem_cli=debug")
         .output()
         .expect("runs");
     let handed_over = String::from_utf8_lossy(&out.stderr).contains("handing the command to proem-full");
@@ -201,7 +201,7 @@ fn proem_alone_says_what_is_missing_and_still_answers_what_it_can() {
     plugin_env();
     let dir = tempfile::tempdir().unwrap();
     let front = dir.path().join("proem");
-    std::fs::copy(FRONT, &front).unwrap();
+    std::fs::copy(front_exe(), &front).unwrap();
     let cache = tempfile::tempdir().unwrap();
     let marlow = example("marlow");
     let out = run(&front, &["build".into(), marlow.display().to_string()], cache.path());
@@ -255,7 +255,7 @@ fn dynamic_tags(elf: &[u8]) -> Vec<(u64, u64)> {
 
 #[test]
 fn proem_is_built_without_the_wasm_engine_and_both_pack_their_relocations() {
-    let front = std::fs::read(FRONT).unwrap();
+    let front = std::fs::read(front_exe()).unwrap();
     let full = std::fs::read(FULL).unwrap();
     // Cranelift's panic locations are in any executable that links it.
     let has = |bin: &[u8], what: &[u8]| bin.windows(what.len()).any(|w| w == what);

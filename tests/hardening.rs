@@ -5,10 +5,10 @@
 //! §7 lists each with the rule that closes it.
 
 use crate::common::*;
-use proem_host::config::Config;
-use proem_host::plugin::hooks::PluginInfo;
-use proem_host::tokens::{TokenCounter, Tokenizer};
-use proem_host::{Assembler, Built, Turn};
+use proem::{Assembler, Built, Turn};
+use proem_core::config::Config;
+use proem_core::plugin::hooks::PluginInfo;
+use proem_core::tokens::{TokenCounter, Tokenizer};
 use proptest::prelude::*;
 use std::time::Duration;
 
@@ -89,7 +89,7 @@ fn a_megabyte_of_spaces_in_a_workspace_file_builds() {
 /// `sync::Lock`, never a bare mutex.
 #[test]
 fn no_poisoning_mutex_on_a_shared_path() {
-    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut offenders = Vec::new();
     let mut stack = vec![src];
     while let Some(dir) = stack.pop() {
@@ -183,7 +183,7 @@ fn a_plugin_result_does_not_depend_on_a_warm_tokenizer() {
     let agent = Agent::with_plugins(&with_deadline(&fixture("counter", "tokens", "text = \"count me\""), Some(20)));
     let cache = tempfile::tempdir().unwrap();
     let run = || {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_proem"))
+        let out = std::process::Command::new(crate::common::front())
             .args(["build", agent.path().to_str().unwrap(), "--format", "json", "--now", "2026-11-21T09:30:00Z"])
             .env("PROEM_CACHE_DIR", cache.path())
             .output()
@@ -232,8 +232,8 @@ fn virtual_time_timers_and_poll_never_show_real_time() {
 
 mod limits {
     use super::*;
-    use proem_host::plugin::engine;
-    use proem_host::plugin::sandbox::{Grants, Sandbox};
+    use proem_core::plugin::sandbox::{Grants, Sandbox};
+    use proem_wasm::engine;
     use wasmtime::component::{Component, Linker};
     use wasmtime::Store;
 
@@ -263,7 +263,7 @@ mod limits {
     /// A store as a plugin call gets one: its sandbox state, a `cap_mib`
     /// memory cap kept by the limiter, and an epoch deadline far enough
     /// away for any of these tests.
-    fn sandboxed_store(cap_mib: usize) -> Store<proem_host::plugin::sandbox::State> {
+    fn sandboxed_store(cap_mib: usize) -> Store<proem_wasm::sandbox::State> {
         let sandbox = Sandbox {
             plugin: "limits".into(),
             grants: Grants::default(),
@@ -272,7 +272,7 @@ mod limits {
             now: Duration::ZERO,
             tokenizer: Tokenizer::O200kBase,
         };
-        let mut store = Store::new(&engine::get().unwrap().engine, sandbox.state().unwrap());
+        let mut store = Store::new(&engine::get().unwrap().engine, proem_wasm::sandbox::state(&sandbox).unwrap());
         store.limiter(|s| &mut s.limiter);
         store.set_epoch_deadline(engine::deadline_ticks(Duration::from_secs(10)));
         store
@@ -418,7 +418,7 @@ fn fifos_named_as_plugin_config_or_tools_never_hang() {
     // `proem plugins` on the same agent returns too, and says why.
     let dir = agent.path().to_path_buf();
     let out = within(Duration::from_secs(60), move || {
-        std::process::Command::new(env!("CARGO_BIN_EXE_proem")).arg("plugins").arg(&dir).output().unwrap()
+        std::process::Command::new(crate::common::front()).arg("plugins").arg(&dir).output().unwrap()
     });
     assert!(String::from_utf8_lossy(&out.stdout).contains("not a regular file"), "{out:?}");
     // A FIFO as --config or --tools: an error naming it, at once.
@@ -429,7 +429,7 @@ fn fifos_named_as_plugin_config_or_tools_never_hang() {
     let tools = agent.path().join("tools.json");
     fifo(&tools);
     let err =
-        within(Duration::from_secs(60), move || proem_host::turn::load_tools_file(&tools).unwrap_err().to_string());
+        within(Duration::from_secs(60), move || proem_core::turn::load_tools_file(&tools).unwrap_err().to_string());
     assert!(err.contains("tools.json") && err.contains("not a regular file"), "{err}");
 }
 
@@ -448,7 +448,7 @@ fn assert_report_printable(built: &Built) {
     for p in &built.plugins {
         assert_printable("plugin report", &format!("{} {}", p.id, p.status));
     }
-    for line in proem_host::inspect::table(built).lines() {
+    for line in proem_cli::inspect::table(built).lines() {
         assert_printable("inspect line", line);
     }
 }
@@ -465,7 +465,7 @@ fn plugin_strings_are_labels_where_they_enter() {
     // describe's strings: version and capabilities.
     let agent = Agent::with_plugins(&fixture("loud", "sections", ""));
     let assembler = agent.assembler();
-    let table = proem_host::inspect::plugins_table(assembler.plugins());
+    let table = proem_cli::inspect::plugins_table(assembler.plugins());
     for line in table.lines() {
         assert_printable("plugins table", line);
     }
@@ -506,7 +506,7 @@ fn a_hostile_api_version_section_is_a_label_in_the_error() {
         }
     }
     wasm.extend_from_slice(&payload);
-    let err = proem_host::plugin::binary::check(&wasm).unwrap_err();
+    let err = proem_wasm::binary::check(&wasm).unwrap_err();
     assert_printable("api version error", &err);
     assert!(err.len() < 400 && err.contains("9.9.9"), "{err}");
 }
@@ -612,7 +612,7 @@ proptest! {
     fn hidden_reserved_tags_are_always_defused(tag in hidden_tag(), before in "[a-z <]{0,4}", after in "[a-z >]{0,4}") {
         let text = format!("{before}{tag}{after}");
         prop_assert!(holds_reserved_tag(&text), "the generator makes tags: {:?}", text);
-        let safe = proem_host::text::neutralize(&text);
+        let safe = proem_core::text::neutralize(&text);
         prop_assert!(!holds_reserved_tag(&safe), "{:?} -> {:?}", text, safe);
     }
 }
@@ -693,7 +693,7 @@ proptest! {
             budget: Some(budget),
             extra: Some("Extra context for this turn. ".repeat(extra / 29 + 1)),
             channel: Some(channel.into()),
-            chat_kind: Some(if group { proem_host::ChatKind::Group } else { proem_host::ChatKind::Direct }),
+            chat_kind: Some(if group { proem::ChatKind::Group } else { proem::ChatKind::Direct }),
             ..turn()
         };
         let built = agent.build(&turn);
@@ -751,7 +751,7 @@ fn a_section_that_takes_a_core_id_is_refused_and_files_keep_their_truth() {
         assert!(wrapped(&built.prompt, "context_file", name).is_some());
     }
     let json: serde_json::Value =
-        serde_json::from_str(&proem_host::render::format(&built, proem_host::render::Format::Json)).unwrap();
+        serde_json::from_str(&proem_core::render::format(&built, proem_core::render::Format::Json)).unwrap();
     assert!(json["files"].as_array().unwrap().iter().all(|f| f["source"] == "workspace"), "{}", json["files"]);
 }
 

@@ -2,10 +2,10 @@
 //! by name, never a panic, never a write into the agent directory.
 
 use crate::common::*;
-use proem_host::{Assembler, ChatKind, Turn, BOUNDARY_MARKER};
+use proem::{Assembler, ChatKind, Turn, BOUNDARY_MARKER};
 use std::os::unix::fs::symlink;
 
-fn diag<'a>(b: &'a proem_host::Built, code: &str) -> Vec<&'a str> {
+fn diag<'a>(b: &'a proem::Built, code: &str) -> Vec<&'a str> {
     b.diagnostics.iter().filter(|d| d.code == code).map(|d| d.message.as_str()).collect()
 }
 
@@ -120,7 +120,7 @@ fn nothing_is_ever_written_into_the_agent_directory() {
     agent.file("proem.toml", "[agent]\nid = \"w\"\n[budget]\nper_file_chars = 10\n[tools]\nfile = \"tools.json\"\n");
     agent.file("tools.json", "[{\"name\": \"exec\"}]");
     let before = agent.snapshot();
-    for mode in proem_host::Mode::ALL {
+    for mode in proem::Mode::ALL {
         let turn = Turn {
             mode: Some(mode),
             channel: Some("telegram".into()),
@@ -218,7 +218,7 @@ fn hostile_per_turn_inputs_stay_in_their_place() {
 #[test]
 fn ten_thousand_tools_and_names_differing_by_case() {
     let agent = Agent::new();
-    let mut list: Vec<proem_host::Tool> = (0..10_000).map(|i| tool(&format!("tool_{i:05}"))).collect();
+    let mut list: Vec<proem::Tool> = (0..10_000).map(|i| tool(&format!("tool_{i:05}"))).collect();
     list.push(tool("Exec"));
     list.push(tool("exec"));
     list.push(tool("EXEC"));

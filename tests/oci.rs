@@ -73,8 +73,7 @@ fn registry() -> Option<Registry> {
 }
 
 fn proem(args: &[&str]) -> (i32, String, String) {
-    let out =
-        Command::new(env!("CARGO_BIN_EXE_proem")).args(args).env("PROEM_CACHE_DIR", plugin_env()).output().unwrap();
+    let out = Command::new(crate::common::front()).args(args).env("PROEM_CACHE_DIR", plugin_env()).output().unwrap();
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -114,7 +113,7 @@ fn a_plugin_pushed_to_a_registry_pulls_into_an_agent_pinned_and_runs() {
     assert!(toml.starts_with("[agent]\nid = \"puller\"\n"), "the operator's lines stay: {toml}");
     assert!(toml.contains(&format!("id = \"hw\"\npath = \"plugins/hw.wasm\"\nsha256 = \"{digest}\"")), "{toml}");
     assert_eq!(std::fs::read(agent.path().join("plugins/hw.wasm")).unwrap(), bytes);
-    let built = agent.build(&proem_host::Turn { tools: Some(tools(&["gpio_write"])), ..turn() });
+    let built = agent.build(&proem::Turn { tools: Some(tools(&["gpio_write"])), ..turn() });
     assert_eq!(plugin_status(&built, "hw"), "ok", "{:?}", built.diagnostics);
     assert!(built.stable.contains("## Hardware Access"));
 

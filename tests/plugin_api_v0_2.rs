@@ -6,11 +6,11 @@
 //! again. A `turn` hook's output stays below the boundary.
 
 use crate::common::*;
-use proem_host::Turn;
+use proem::Turn;
 use proptest::prelude::*;
 
 fn at(rfc3339: &str) -> Turn {
-    Turn { now: Some(proem_host::turn::parse_now(rfc3339).unwrap()), ..turn() }
+    Turn { now: Some(proem_core::turn::parse_now(rfc3339).unwrap()), ..turn() }
 }
 
 #[test]
@@ -57,13 +57,13 @@ fn a_new_clock_channel_or_chat_never_runs_a_stable_hook_again() {
     let assembler = agent.assembler();
     let gpio = || Turn { tools: Some(tools(&["gpio_write"])), ..turn() };
     let first = assembler.build(&gpio()).unwrap();
-    let ran = |b: &proem_host::Built| b.plugins.iter().find(|p| p.id == "steady").unwrap().elapsed_us;
+    let ran = |b: &proem::Built| b.plugins.iter().find(|p| p.id == "steady").unwrap().elapsed_us;
     assert!(ran(&first) > 0, "the first build runs it");
     for (i, t) in [
         Turn { tools: Some(tools(&["gpio_write"])), ..at("2026-11-21T09:31:00Z") },
         Turn { tools: Some(tools(&["gpio_write"])), ..at("2027-03-01T00:00:00Z") },
         Turn { channel: Some("telegram".into()), ..gpio() },
-        Turn { chat_kind: Some(proem_host::turn::ChatKind::Group), group_title: Some("Ops".into()), ..gpio() },
+        Turn { chat_kind: Some(proem_core::turn::ChatKind::Group), group_title: Some("Ops".into()), ..gpio() },
         Turn { extra: Some("Be brief today.".into()), ..gpio() },
     ]
     .iter()
@@ -103,12 +103,12 @@ proptest! {
             ))
         });
         agent.file("USER.md", &user);
-        let base = proem_host::turn::parse_now("2026-01-01T00:00:00Z").unwrap();
+        let base = proem_core::turn::parse_now("2026-01-01T00:00:00Z").unwrap();
         let t = Turn {
             now: Some(base + chrono::Duration::minutes(i64::from(minute))),
             timezone: Some(zone.into()),
             channel,
-            chat_kind: Some(if group { proem_host::turn::ChatKind::Group } else { proem_host::turn::ChatKind::Direct }),
+            chat_kind: Some(if group { proem_core::turn::ChatKind::Group } else { proem_core::turn::ChatKind::Direct }),
             group_title: Some(title),
             extra: Some(extra),
             ..Turn::default()

@@ -6,9 +6,9 @@
 //! exactly one boundary marker, between the stable and the dynamic part.
 
 use crate::common::*;
-use proem_host::mode::ModeSet;
-use proem_host::section::{Placement, Section, Slot, Zone};
-use proem_host::{ProemError, Turn, BOUNDARY_MARKER};
+use proem::{ProemError, Turn, BOUNDARY_MARKER};
+use proem_core::mode::ModeSet;
+use proem_core::section::{Placement, Section, Slot, Zone};
 use proptest::prelude::*;
 
 /// Pieces an attacker would try, mixed into otherwise random text.
@@ -114,7 +114,7 @@ fn gpt5(tools: &[String]) -> Turn {
     Turn { model: Some("gpt-5".into()), tools: Some(list), ..turn() }
 }
 
-fn assert_one_marker(built: &proem_host::Built) {
+fn assert_one_marker(built: &proem::Built) {
     assert_eq!(built.prompt.matches(BOUNDARY_MARKER).count(), 1);
     assert_eq!(built.prompt, format!("{}\n{BOUNDARY_MARKER}\n{}", built.stable, built.dynamic));
 }
@@ -169,10 +169,10 @@ proptest! {
         agent.file("USER.md", &user).file("HEARTBEAT.md", &heartbeat);
         let turn = Turn {
             channel: Some(channel),
-            chat_kind: Some(if group { proem_host::ChatKind::Group } else { proem_host::ChatKind::Direct }),
+            chat_kind: Some(if group { proem::ChatKind::Group } else { proem::ChatKind::Direct }),
             group_title: Some(title),
             extra: Some(extra),
-            now: Some(proem_host::turn::parse_now(&format!("2026-12-01T17:{minute:02}:00+05:30")).unwrap()),
+            now: Some(proem_core::turn::parse_now(&format!("2026-12-01T17:{minute:02}:00+05:30")).unwrap()),
             timezone: Some("Asia/Kolkata".into()),
             ..gpt5(&w.tools)
         };
@@ -215,7 +215,7 @@ proptest! {
         tail_share in 0.0f64..1.0,
     ) {
         let tail = (1.0 - head) * tail_share;
-        let out = proem_host::truncate::head_tail(&text, cap, head, tail, "FILE.md");
+        let out = proem_core::truncate::head_tail(&text, cap, head, tail, "FILE.md");
         let chars: Vec<char> = text.chars().collect();
         prop_assert_eq!(out.raw_chars, chars.len());
         if chars.len() <= cap {
@@ -245,7 +245,7 @@ proptest! {
         ], 0..12),
     ) {
         let source = lines.join("\n");
-        if let Err(e) = proem_host::Config::parse(&source, std::path::Path::new("agent/proem.toml")) {
+        if let Err(e) = proem::Config::parse(&source, std::path::Path::new("agent/proem.toml")) {
             let message = e.to_string();
             prop_assert!(message.contains("agent/proem.toml"), "{}", message);
         }

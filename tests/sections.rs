@@ -2,7 +2,7 @@
 //! out here by hand, not read from the code under test).
 
 use crate::common::*;
-use proem_host::{ChatKind, Mode, Turn, BOUNDARY_MARKER};
+use proem::{ChatKind, Mode, Turn, BOUNDARY_MARKER};
 
 /// An agent and turn that switch every conditional section on.
 fn everything() -> (Agent, Turn) {
@@ -165,7 +165,7 @@ fn no_tools_says_so() {
 fn time_is_below_the_boundary_with_date_and_zone_only() {
     let agent = Agent::new();
     let built = agent.build(&Turn {
-        now: Some(proem_host::turn::parse_now("2026-11-21T23:30:00Z").unwrap()),
+        now: Some(proem_core::turn::parse_now("2026-11-21T23:30:00Z").unwrap()),
         timezone: Some("Asia/Tokyo".into()),
         ..turn()
     });

@@ -6,7 +6,7 @@
 //! where the code differs from the docs, ../shared/reference/.
 
 use crate::common::*;
-use proem_host::{Built, Mode, Turn, BOUNDARY_MARKER};
+use proem::{Built, Mode, Turn, BOUNDARY_MARKER};
 
 fn ids(built: &Built) -> Vec<String> {
     section_ids(built)
@@ -98,7 +98,7 @@ fn heartbeat_md_and_the_ack_contract_only_in_heartbeat_sessions() {
     assert!(built.dynamic.contains("reply exactly ALL_QUIET"), "{}", built.dynamic);
     // A bad token is a config error naming the key.
     agent.config("[sessions]\nheartbeat_ack = \"two words\"\n");
-    let err = proem_host::Assembler::open(agent.path(), None).err().unwrap().to_string();
+    let err = proem::Assembler::open(agent.path(), None).err().unwrap().to_string();
     assert!(err.contains("sessions.heartbeat_ack"), "{err}");
 }
 
@@ -133,7 +133,7 @@ fn silent_replies_token_in_groups_and_optional_turns() {
     let agent = agent_with_everything();
     let direct = agent.build(&turn());
     assert!(!direct.prompt.contains("NO_REPLY"));
-    let group = agent.build(&Turn { chat_kind: Some(proem_host::ChatKind::Group), ..turn() });
+    let group = agent.build(&Turn { chat_kind: Some(proem::ChatKind::Group), ..turn() });
     assert!(group.dynamic.contains("## Group Replies") && group.dynamic.contains("reply exactly NO_REPLY"));
     let optional = agent.build(&Turn { replies_optional: true, ..turn() });
     assert!(optional.dynamic.contains("## Silent Replies\nWhen you decide to stay silent, reply exactly NO_REPLY"));
@@ -153,7 +153,7 @@ fn time_carries_the_zone_abbreviation_and_the_clock_format() {
     assert!(winter.dynamic.contains("Time zone: America/New_York (EST)."), "{}", winter.dynamic);
     let summer = agent.build(&Turn {
         timezone: Some("America/New_York".into()),
-        now: Some(proem_host::turn::parse_now("2026-07-01T12:00:00Z").unwrap()),
+        now: Some(proem_core::turn::parse_now("2026-07-01T12:00:00Z").unwrap()),
         ..turn()
     });
     assert!(summer.dynamic.contains("(EDT)"));
@@ -273,7 +273,7 @@ fn goclaw_files_are_recognised() {
 #[test]
 fn memory_can_be_kept_out_of_group_chats() {
     let agent = agent_with_everything();
-    let group = Turn { chat_kind: Some(proem_host::ChatKind::Group), ..turn() };
+    let group = Turn { chat_kind: Some(proem::ChatKind::Group), ..turn() };
     assert!(agent.build(&group).prompt.contains("<context_file name=\"MEMORY.md\">"));
     assert_eq!(agent.build(&group).stable, agent.build(&turn()).stable);
     agent.config("[bootstrap]\nmemory_in_group_chats = false\n");
@@ -434,7 +434,7 @@ fn the_zeroclaw_preset() {
     let agents = wrapped(&built.prompt, "context_file", "AGENTS.md").unwrap();
     assert!(agents.starts_with("Rule one.") && !agents.contains("TAIL-END"), "head only");
     assert!(agents.chars().count() <= 20_000);
-    let group = agent.build(&Turn { chat_kind: Some(proem_host::ChatKind::Group), ..turn() });
+    let group = agent.build(&Turn { chat_kind: Some(proem::ChatKind::Group), ..turn() });
     assert!(!group.prompt.contains("<context_file name=\"MEMORY.md\">"));
     std::fs::remove_file(agent.path().join("SOUL.md")).unwrap();
     assert!(agent.build(&turn()).prompt.contains("[File not found: SOUL.md]"));
@@ -452,7 +452,7 @@ fn the_agents_own_keys_win_over_its_preset() {
     assert!(config.bootstrap.heartbeat_file && !config.bootstrap.memory_in_group_chats);
     // An unknown preset is an error naming the line and key.
     agent.config("[agent]\npreset = \"clawdbot\"\n");
-    let err = proem_host::Assembler::open(agent.path(), None).err().unwrap().to_string();
+    let err = proem::Assembler::open(agent.path(), None).err().unwrap().to_string();
     assert!(err.contains("proem.toml:2") && err.contains("agent.preset"), "{err}");
 }
 
@@ -463,10 +463,10 @@ fn each_preset_has_an_example_agent_that_builds() {
     let root = example_dir().parent().unwrap().to_path_buf();
     for (dir, preset) in [("openclaw-style", "openclaw"), ("goclaw-style", "goclaw"), ("zeroclaw-style", "zeroclaw")] {
         let path = root.join(dir);
-        let assembler = proem_host::Assembler::open(&path, None).unwrap_or_else(|e| panic!("{dir}: {e}"));
+        let assembler = proem::Assembler::open(&path, None).unwrap_or_else(|e| panic!("{dir}: {e}"));
         assert_eq!(assembler.config().agent.preset.map(|p| p.name()), Some(preset));
         let built = assembler.build(&turn()).unwrap();
-        assert!(built.prompt.contains(proem_host::BOUNDARY_MARKER) && built.tokens.total <= built.tokens.budget);
+        assert!(built.prompt.contains(proem::BOUNDARY_MARKER) && built.tokens.total <= built.tokens.budget);
     }
 }
 
@@ -478,7 +478,7 @@ fn each_preset_has_an_example_agent_that_builds() {
 fn mcp_tools_inline_or_as_a_search_hint() {
     let agent = Agent::new();
     let mut list = tools(&["read", "mcp__github__create_issue", "mcp__github__list_prs", "mcp_tool_search"]);
-    list.push(proem_host::Tool { server: Some("linear".into()), ..tool("create_ticket") });
+    list.push(proem::Tool { server: Some("linear".into()), ..tool("create_ticket") });
     let built = agent.build(&Turn { tools: Some(list.clone()), ..turn() });
     let tooling = built.stable.split("## Tooling\n").nth(1).unwrap().split("\n\n").next().unwrap();
     assert!(!tooling.contains("mcp__github") && !tooling.contains("create_ticket") && tooling.contains("- read"));
@@ -508,7 +508,7 @@ fn team_roster_workspace_and_delegation() {
     assert_eq!(wrapped(&built.stable, "context_file", "team/TEAM.md"), Some("We ship on Fridays."));
     assert!(!built.dynamic.contains("## Sub-Agents"), "no spawn section with team context");
     agent.config("[team]\nworkspace = \"../elsewhere\"\n");
-    assert!(proem_host::Assembler::open(agent.path(), None).err().unwrap().to_string().contains("team.workspace"));
+    assert!(proem::Assembler::open(agent.path(), None).err().unwrap().to_string().contains("team.workspace"));
 }
 
 /// 001 "Runtime" (thinking level, repo root in the runtime line) and 003
@@ -668,7 +668,7 @@ fn more_skill_folders_first_by_precedence() {
     assert!(built.stable.contains("The agent's own.") && !built.stable.contains("The shared one."));
     assert!(built.stable.contains("<location>shared/skills/maps/SKILL.md</location>"));
     agent.config("[skills]\nfolders = [\"../outside\"]\n");
-    assert!(proem_host::Assembler::open(agent.path(), None).err().unwrap().to_string().contains("skills.folders"));
+    assert!(proem::Assembler::open(agent.path(), None).err().unwrap().to_string().contains("skills.folders"));
 }
 
 /// The build memo watches every file the new keys read: GoClaw's optional

@@ -29,7 +29,7 @@ impl Server {
     /// Starts `proem serve ARGS --listen 127.0.0.1:0` and waits (10 s at
     /// most) for its `listening on` line.
     pub fn start(args: &[&str]) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_proem"))
+        let mut child = Command::new(crate::common::front())
             .arg("serve")
             .args(args)
             .args(["--listen", "127.0.0.1:0"])
@@ -69,7 +69,7 @@ fn runtime() -> tokio::runtime::Runtime {
 
 /// `proem build AGENT ARGS` on the command line: its stdout.
 fn cli(agent: &str, args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_proem"))
+    let out = Command::new(crate::common::front())
         .arg("build")
         .arg(agent)
         .args(args)
@@ -427,8 +427,7 @@ fn a_token_guards_the_api_and_an_open_address_needs_one() {
         assert_eq!(c.get(format!("{}/healthz", server.url)).send().await.unwrap().status(), 200);
     });
     // Not loopback and no token: refused before binding anything.
-    let out =
-        Command::new(env!("CARGO_BIN_EXE_proem")).args(["serve", &atlas(), "--listen", "0.0.0.0:0"]).output().unwrap();
+    let out = Command::new(crate::common::front()).args(["serve", &atlas(), "--listen", "0.0.0.0:0"]).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--token-file") && err.contains("--insecure"), "{err}");
@@ -609,7 +608,7 @@ fn the_python_client_gets_the_clis_prompt() {
         return;
     }
     let server = Server::start(&[&atlas()]);
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/clients/python/proem_client.py");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/clients/python/proem_client.py");
     let out = Command::new("python3")
         .arg(&script)
         .args([&server.url, "atlas", "--now", "2026-11-21T09:30:00Z", "--channel", "telegram"])

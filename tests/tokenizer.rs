@@ -1,11 +1,11 @@
-//! proem's own token counter (`proem_host::bpe`) against tiktoken-rs, the
+//! proem's own token counter (`proem_bpe`) against tiktoken-rs, the
 //! reference: the same pre-split pieces and the same counts, for both
 //! vocabularies, over generated text aimed at every rule of the pre-split
 //! (letters by case class, marks, digits of every script, whitespace of
 //! every kind, contractions and their case folds, `/` after punctuation)
 //! and at both merge paths (pieces under and over 100 bytes).
 
-use proem_host::bpe::Encoder;
+use proem_bpe::Encoder;
 use proptest::prelude::*;
 use std::sync::OnceLock;
 use tiktoken_rs::CoreBPE;
@@ -190,7 +190,7 @@ proptest! {
 /// Every example agent's workspace files, whole: real prose, lists, code.
 #[test]
 fn the_example_workspaces_count_as_tiktoken_does() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
     let mut files = 0;
     let mut stack = vec![root];
     while let Some(dir) = stack.pop() {
@@ -212,7 +212,7 @@ fn the_example_workspaces_count_as_tiktoken_does() {
 #[test]
 fn the_vendored_vocabularies_are_openais() {
     use sha2::{Digest, Sha256};
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("vocab");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../bpe/vocab");
     for (file, expected) in [
         ("o200k_base.tiktoken", "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"),
         ("cl100k_base.tiktoken", "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"),

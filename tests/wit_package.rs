@@ -8,7 +8,7 @@ use wit_parser::{Resolve, WorldItem};
 
 #[test]
 fn the_plugin_package_has_the_designed_shape() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit/0.1.0");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../wit/0.1.0");
     let mut resolve = Resolve::default();
     let (pkg, _) = resolve.push_dir(&dir).expect("wit/0.1.0 parses");
     let package = &resolve.packages[pkg];
@@ -70,14 +70,14 @@ fn the_plugin_package_has_the_designed_shape() {
 /// works); it must be the same bytes as the contract in wit/.
 #[test]
 fn the_sdks_copy_of_the_wit_is_the_contract() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let contract = std::fs::read(root.join("wit/0.2.0/proem.wit")).unwrap();
     let copy = std::fs::read(root.join("sdk/wit/proem.wit")).unwrap();
     assert!(contract == copy, "sdk/wit/proem.wit differs from wit/0.2.0/proem.wit: copy it over");
 }
 
 fn load(version: &str) -> (Resolve, wit_parser::PackageId) {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit").join(version);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../wit").join(version);
     let mut resolve = Resolve::default();
     let (pkg, _) = resolve.push_dir(&dir).unwrap_or_else(|e| panic!("wit/{version} parses: {e}"));
     (resolve, pkg)

@@ -6,7 +6,7 @@ use std::path::Path;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(source) = std::str::from_utf8(data) else { return };
-    if let Err(e) = proem_host::Config::parse(source, Path::new("proem.toml")) {
+    if let Err(e) = proem_core::Config::parse(source, Path::new("proem.toml")) {
         let message = e.to_string();
         assert!(message.contains("proem.toml"), "error without the file name: {message}");
     }

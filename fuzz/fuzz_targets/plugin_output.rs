@@ -5,8 +5,8 @@
 #![no_main]
 use libfuzzer_sys::arbitrary::{self, Arbitrary};
 use libfuzzer_sys::fuzz_target;
-use proem_host::plugin::hooks::{self, OutputCaps, RawOverlay, RawSection, RawSlot};
-use proem_host::section::Zone;
+use proem_core::plugin::hooks::{self, OutputCaps, RawOverlay, RawSection, RawSlot};
+use proem_core::section::Zone;
 
 #[derive(Debug, Arbitrary)]
 struct RawInput {
@@ -18,12 +18,12 @@ struct RawInput {
 
 const CAPS: OutputCaps = OutputCaps { max_bytes: 4096, max_items: 8 };
 
-fn check(sections: &[proem_host::section::Section]) {
+fn check(sections: &[proem_core::section::Section]) {
     for s in sections {
         assert!(hooks::check_id(&s.id).is_ok() || s.id == hooks::STABLE_PREFIX_ID || s.id == hooks::DYNAMIC_SUFFIX_ID);
         assert!(s.body.len() <= CAPS.max_bytes * 4, "neutralising grows a body by a bounded amount");
         assert!(!s.body.chars().any(|c| c.is_control() && c != '\n' && c != '\t'), "{:?}", s.body);
-        assert_eq!(proem_host::text::neutralize(&s.body), s.body, "already neutral");
+        assert_eq!(proem_core::text::neutralize(&s.body), s.body, "already neutral");
     }
 }
 

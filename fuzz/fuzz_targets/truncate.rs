@@ -3,7 +3,7 @@
 //! characters of the original exactly.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use proem_host::truncate::head_tail;
+use proem_core::truncate::head_tail;
 
 fuzz_target!(|input: (u16, u8, u8, &str)| {
     let (cap, head, tail, text) = input;

@@ -4,10 +4,10 @@
 //! or injected within its cap, with no `\r`, no marker and no wrapper tag.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use proem_host::bootstrap::{inject, load};
-use proem_host::mode::{Mode, SessionKind};
-use proem_host::workspace::Workspace;
-use proem_host::{Config, BOUNDARY_MARKER};
+use proem_core::bootstrap::{inject, load};
+use proem_core::mode::{Mode, SessionKind};
+use proem_core::workspace::Workspace;
+use proem_core::{Config, BOUNDARY_MARKER};
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 

@@ -1,7 +1,7 @@
 //! Fixtures shared by the integration tests: throw-away agent directories
 //! and a fixed turn, so every test states only what it varies.
 
-use proem_host::{Assembler, Built, Tool, Turn};
+use proem::{Assembler, Built, Tool, Turn};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -97,7 +97,7 @@ pub fn snapshot(root: &Path) -> BTreeMap<PathBuf, (Vec<u8>, std::time::SystemTim
 /// A turn with a fixed clock and time zone.
 pub fn turn() -> Turn {
     Turn {
-        now: Some(proem_host::turn::parse_now("2026-11-21T09:30:00Z").unwrap()),
+        now: Some(proem_core::turn::parse_now("2026-11-21T09:30:00Z").unwrap()),
         timezone: Some("UTC".into()),
         ..Turn::default()
     }
@@ -136,9 +136,19 @@ pub fn example_dir() -> PathBuf {
     example("marlow")
 }
 
+/// `proem`, the front executable (package proem-cli), which cargo builds
+/// beside `proem-full` when it builds the tests (`cargo test --workspace`,
+/// the README's test command). Run alone, `cargo test -p proem-full`
+/// does not rebuild it: build first (`cargo build --release`).
+pub fn front() -> PathBuf {
+    let front = Path::new(env!("CARGO_BIN_EXE_proem-full")).with_file_name("proem");
+    assert!(front.exists(), "{} is missing: `cargo build --release` makes it", front.display());
+    front
+}
+
 /// The example agent `examples/<name>` of the repository.
 pub fn example(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(name)
 }
 
 /// Points proem's cache (compiled components, token counts) at a directory
@@ -160,7 +170,7 @@ pub fn plugin_env() -> PathBuf {
 
 /// The wasm of a guest built by host/build.rs (`fixture`, `persona-swap`, …).
 pub fn guest_wasm(crate_name: &str) -> Vec<u8> {
-    let path = Path::new(env!("PROEM_GUEST_DIR")).join(format!("{}.wasm", crate_name.replace('-', "_")));
+    let path = Path::new(proem_wasm::GUEST_DIR).join(format!("{}.wasm", crate_name.replace('-', "_")));
     std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 

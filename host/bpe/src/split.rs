@@ -115,7 +115,7 @@ impl PreSplit {
 /// Whitespace as the patterns' `\s` (and `char::is_whitespace`) has it, in
 /// ASCII: tab to carriage return (with the vertical tab
 /// `u8::is_ascii_whitespace` leaves out) and space.
-pub(crate) fn is_space(b: u8) -> bool {
+pub fn is_space(b: u8) -> bool {
     matches!(b, b'\t'..=b'\r' | b' ')
 }
 

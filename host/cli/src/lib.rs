@@ -3,21 +3,21 @@
 //! `proem-full` (src/bin/proem-full.rs) runs every command, with plugins
 //! run in wasmtime. `proem` (src/main.rs) answers `build` itself when every
 //! plugin answer it needs is kept on disk (a warm turn: see
-//! [`crate::plugin::answers`]), with [`AnswersOnly`] as its plugin runtime,
+//! [`proem_core::plugin::answers`]), with [`AnswersOnly`] as its plugin runtime,
 //! so wasmtime is not linked into it; anything else (another command, a
 //! plugin that must run, no cache) it hands to `proem-full` beside it, which
 //! replaces the process with the same arguments, environment and standard
 //! streams. Both parse the same `Cli`, so usage, `--help` and errors read
 //! the same.
 
-use crate::config::PluginConfig;
-use crate::plugin::runtime::{AnswersOnly, Runtime, WASMTIME};
-use crate::plugin::{builtin, PluginSet};
-use crate::render::Format;
-use crate::request::{BuildRequest, ToolsInput};
-use crate::turn::load_tools_file;
-use crate::{inspect, Assembler, ChatKind, Mode, ProemError, Turn};
 use clap::{Args, Parser, Subcommand};
+use proem_core::plugin::runtime::{AnswersOnly, Runtime};
+use proem_core::render::Format;
+use proem_core::request::{BuildRequest, ToolsInput};
+use proem_core::turn::load_tools_file;
+use proem_core::{Assembler, ChatKind, Mode, ProemError, Turn};
+
+pub mod inspect;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -26,14 +26,15 @@ use std::process::ExitCode;
 #[derive(Parser)]
 #[command(name = "proem", bin_name = "proem", version, about, long_about = None, after_help = "\
 Exit status: 0 built, 1 bad input (the message names the file and the problem), 2 usage error.
-Logs go to stderr; set PROEM_LOG (or RUST_LOG) to e.g. debug or proem_host=trace.")]
-struct Cli {
+Logs go to stderr; set PROEM_LOG (or RUST_LOG) to e.g. debug or proem_core=trace.")]
+pub struct Cli {
     #[command(subcommand)]
-    command: Command,
+    /// The command.
+    pub command: Command,
 }
 
 #[derive(Subcommand)]
-enum Command {
+pub enum Command {
     /// Build the system prompt for one turn and print it.
     Build {
         #[command(flatten)]
@@ -71,7 +72,7 @@ enum Command {
         agents: Option<PathBuf>,
         /// Address to listen on. A non-loopback address needs --token-file
         /// (or --insecure).
-        #[arg(long, value_name = "ADDR", default_value = crate::serve::DEFAULT_LISTEN)]
+        #[arg(long, value_name = "ADDR", default_value = DEFAULT_LISTEN)]
         listen: std::net::SocketAddr,
         /// A file holding the bearer token every /v1 and /metrics request
         /// must carry (`Authorization: Bearer TOKEN`; 16+ characters).
@@ -113,7 +114,7 @@ enum Command {
 }
 
 #[derive(Subcommand)]
-enum PluginAction {
+pub enum PluginAction {
     /// Check a plugin binary the way proem loads one (a component, a
     /// supported API version, only imports proem provides, describe
     /// answering, declared hooks exported), each problem with its fix.
@@ -187,98 +188,88 @@ enum PluginAction {
     },
 }
 
-/// What `plugin add` and `plugin pull` tell the operator.
-fn installed(agent_dir: &std::path::Path, done: &crate::plugin::install::Installed) -> String {
-    format!(
-        "wrote {}\nadded [[plugins]] id = \"{}\" to {} with sha256 = \"{}\"\n",
-        agent_dir.join(&done.path).display(),
-        done.id,
-        agent_dir.join("proem.toml").display(),
-        done.sha256
-    )
-}
-
 #[derive(Args)]
-struct TurnArgs {
+pub struct TurnArgs {
     /// The agent directory (workspace files, skills/, proem.toml).
     #[arg(value_name = "AGENT_DIR")]
-    agent_dir: PathBuf,
+    pub agent_dir: PathBuf,
     /// Config file to use instead of AGENT_DIR/proem.toml.
     #[arg(long, value_name = "FILE")]
-    config: Option<PathBuf>,
+    pub config: Option<PathBuf>,
     /// Force a prompt mode (otherwise: session key, then config, then full).
     #[arg(long, value_name = "MODE", value_parser = parse_mode)]
-    mode: Option<Mode>,
+    pub mode: Option<Mode>,
     /// Session key; `…:heartbeat…` caps the mode at minimal, `…:subagent:…`
     /// and `…:cron:…` at task and keep only the sub-agent file allowlist.
     #[arg(long, value_name = "KEY")]
-    session_key: Option<String>,
+    pub session_key: Option<String>,
     /// This turn is a heartbeat (as a session key with a `heartbeat` segment
     /// says too): HEARTBEAT.md and the heartbeat ack contract are included,
     /// and the mode is capped at minimal.
     #[arg(long)]
-    heartbeat: bool,
+    pub heartbeat: bool,
     /// The runtime lets the agent stay silent this turn (group chats always
     /// do): the prompt says which exact reply means "say nothing".
     #[arg(long)]
-    replies_optional: bool,
+    pub replies_optional: bool,
     /// The thinking (reasoning) level of this turn, for the runtime line
     /// (overrides [runtime] thinking).
     #[arg(long, value_name = "LEVEL")]
-    thinking: Option<String>,
+    pub thinking: Option<String>,
     /// Provider name (overrides [provider] name).
     #[arg(long, value_name = "P")]
-    provider: Option<String>,
+    pub provider: Option<String>,
     /// Model id (overrides [provider] model; picks the tokenizer).
     #[arg(long, value_name = "M")]
-    model: Option<String>,
+    pub model: Option<String>,
     /// Channel the message came from (telegram, slack, …).
     #[arg(long, value_name = "C")]
-    channel: Option<String>,
+    pub channel: Option<String>,
     /// Direct message or group chat.
     #[arg(long, value_name = "KIND", value_parser = ["direct", "group"])]
-    chat_kind: Option<String>,
+    pub chat_kind: Option<String>,
     /// Title of the group chat.
     #[arg(long, value_name = "T")]
-    group_title: Option<String>,
+    pub group_title: Option<String>,
     /// Extra system prompt for this turn.
     #[arg(long, value_name = "TEXT")]
-    extra: Option<String>,
+    pub extra: Option<String>,
     /// An owner's sender id (repeat for several).
     #[arg(long = "owner", value_name = "ID")]
-    owners: Vec<String>,
+    pub owners: Vec<String>,
     /// Tools JSON file: a list of {name, description, parameters} (overrides [tools] file).
     #[arg(long, value_name = "FILE")]
-    tools: Option<PathBuf>,
+    pub tools: Option<PathBuf>,
     /// The turn's time, RFC 3339 (default: now). Only the date reaches the prompt.
     #[arg(long, value_name = "RFC3339")]
-    now: Option<String>,
+    pub now: Option<String>,
     /// IANA time zone for the date (default: UTC).
     #[arg(long, value_name = "TZ")]
-    timezone: Option<String>,
+    pub timezone: Option<String>,
     /// Whole-prompt token budget (overrides [budget] tokens).
     #[arg(long, value_name = "TOKENS")]
-    budget: Option<usize>,
+    pub budget: Option<usize>,
 }
 
 fn parse_mode(s: &str) -> Result<Mode, String> {
     s.parse()
 }
 
+/// The address `proem serve` listens on unless told otherwise: loopback only.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:7878";
+
 /// The executable `proem` hands commands to, beside it.
 pub const FULL: &str = "proem-full";
 
-/// `proem-full`: every command, plugins run in wasmtime.
-pub fn full() -> ExitCode {
-    crate::allocator::tune();
-    init_logging(Logs::Stderr);
-    finish(run(Cli::parse()))
+/// The command line of this process (exits with usage on a bad one).
+pub fn parse() -> Cli {
+    Cli::parse()
 }
 
 /// `proem`: `build` from the plugin answers kept on disk, everything else
 /// handed to [`FULL`] (see the module's documentation).
 pub fn front() -> ExitCode {
-    crate::allocator::tune();
+    proem_core::allocator::tune();
     // Held back until this process is sure to answer: after a hand-over,
     // `proem-full` logs the same things itself.
     init_logging(Logs::HeldBack);
@@ -331,7 +322,7 @@ fn hand_over(full: Option<&Path>) -> ExitCode {
 }
 
 /// Prints a command's output, or its error, and gives the exit status.
-fn finish(done: Result<Output, ProemError>) -> ExitCode {
+pub fn finish(done: Result<Output, ProemError>) -> ExitCode {
     match done {
         Ok(Output { text, failure }) => {
             print!("{text}");
@@ -351,9 +342,11 @@ fn finish(done: Result<Output, ProemError>) -> ExitCode {
 }
 
 /// What a command prints, and why it fails after printing (exit 1), if so.
-struct Output {
-    text: String,
-    failure: Option<String>,
+pub struct Output {
+    /// What to print on stdout.
+    pub text: String,
+    /// Why the command fails after printing (exit 1), if it does.
+    pub failure: Option<String>,
 }
 
 impl From<String> for Output {
@@ -362,127 +355,8 @@ impl From<String> for Output {
     }
 }
 
-/// The table of a plugin set, failing when a configured plugin did not load.
-fn plugins_output(set: &PluginSet) -> Output {
-    let failed: Vec<&str> = set.plugins().iter().filter(|p| p.state.is_err()).map(|p| p.id.as_str()).collect();
-    Output {
-        text: inspect::plugins_table(set),
-        failure: (!failed.is_empty()).then(|| {
-            format!(
-                "{} configured plugin(s) failed to load: {} (the reasons are above)",
-                failed.len(),
-                failed.join(", ")
-            )
-        }),
-    }
-}
-
-fn run(cli: Cli) -> Result<Output, ProemError> {
-    match cli.command {
-        Command::Build { turn, format, strict } => build_command(&turn, format, strict, &WASMTIME),
-        Command::Serve {
-            agent_dirs,
-            agents,
-            listen,
-            token_file,
-            insecure,
-            concurrent,
-            queue,
-            max_body,
-            timeout_ms,
-        } => {
-            use crate::serve::{agents::Source, Limits, Options};
-            let source = match (agents, agent_dirs.is_empty()) {
-                (Some(dir), _) => Source::Parent(dir),
-                (None, false) => Source::Dirs(agent_dirs),
-                (None, true) => {
-                    return Err(ProemError::input(
-                        "AGENT_DIR",
-                        "give agent directories, or --agents DIR to serve its subfolders",
-                    ))
-                }
-            };
-            let defaults = Limits::default();
-            let limits = Limits {
-                concurrent: concurrent.unwrap_or(defaults.concurrent),
-                queue,
-                body_bytes: max_body,
-                timeout: std::time::Duration::from_millis(timeout_ms),
-            };
-            let options = Options { source, listen, token_file, insecure, limits };
-            crate::serve::run(options, |addr| {
-                use std::io::Write;
-                println!("listening on http://{addr}");
-                let _ = std::io::stdout().flush();
-            })
-            .map_err(|e| ProemError::input("serve", e))?;
-            Ok(String::new().into())
-        }
-        Command::Inspect { turn } => Ok(inspect::table(&build(&turn)?).into()),
-        Command::Plugin { action: PluginAction::New { name, hooks, sdk_path } } => {
-            use crate::plugin::scaffold::{new_plugin, ScaffoldHook};
-            let hooks = hooks.iter().map(|h| ScaffoldHook::parse(h)).collect::<Result<Vec<_>, _>>();
-            let hooks = hooks.map_err(|e| ProemError::input("--hooks", e))?;
-            let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-            let dir =
-                new_plugin(&here, &name, &hooks, sdk_path.as_deref()).map_err(|e| ProemError::input("NAME", e))?;
-            Ok(format!(
-                "created {}
-next:
-  cd {name}
-  cargo build --release --target wasm32-wasip2
-  proem plugin check target/wasm32-wasip2/release/{}.wasm
-",
-                dir.display(),
-                name.replace('-', "_")
-            )
-            .into())
-        }
-        Command::Plugin { action: PluginAction::Pull { reference, into, id } } => {
-            let pulled = crate::plugin::oci::pull(&reference, &into, id.as_deref())
-                .map_err(|e| ProemError::input("plugin pull", e))?;
-            Ok(format!("pulled {reference}\n{}", installed(&into, &pulled)).into())
-        }
-        Command::Plugin { action: PluginAction::Add { file, into, id } } => {
-            let added = crate::plugin::install::add(&file, &into, id.as_deref())
-                .map_err(|e| ProemError::input("plugin add", e))?;
-            Ok(installed(&into, &added).into())
-        }
-        Command::Plugin { action: PluginAction::Push { file, reference } } => {
-            let pushed =
-                crate::plugin::oci::push(&file, &reference).map_err(|e| ProemError::input("plugin push", e))?;
-            Ok(format!("pushed {} to {}\nsha256 {}\n", file.display(), pushed.reference, pushed.sha256).into())
-        }
-        Command::Plugin { action: PluginAction::Check { file } } => {
-            let report = crate::plugin::check::check(&file);
-            Ok(Output {
-                text: report.text,
-                failure: (!report.ok).then(|| format!("{}: the plugin has problems (listed above)", file.display())),
-            })
-        }
-        Command::Plugins { agent_dir: Some(dir), config } => {
-            Ok(plugins_output(Assembler::open(&dir, config.as_deref())?.plugins()))
-        }
-        Command::Plugins { agent_dir: None, config: Some(_) } => {
-            Err(ProemError::input("--config", "give the agent directory too: proem plugins AGENT_DIR --config FILE"))
-        }
-        Command::Plugins { agent_dir: None, config: None } => {
-            let configs: Vec<PluginConfig> = builtin::ids()
-                .into_iter()
-                .map(|id| PluginConfig {
-                    id: id.to_string(),
-                    source: Some(format!("builtin:{id}")),
-                    ..PluginConfig::default()
-                })
-                .collect();
-            let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-            Ok(plugins_output(&PluginSet::load(&configs, &here)?))
-        }
-    }
-}
-
 /// `proem build`, its plugins run by `runtime`.
-fn build_command(
+pub fn build_command(
     turn: &TurnArgs,
     format: Format,
     strict: bool,
@@ -490,18 +364,13 @@ fn build_command(
 ) -> Result<Output, ProemError> {
     let request = BuildRequest { format: Some(format), strict, ..turn.request() };
     let assembler = Assembler::open_with(&turn.agent_dir, turn.config.as_deref(), runtime)?;
-    let (_, text) = crate::request::build(&assembler, &request, &turn.turn(&request)?)?;
+    let (_, text) = proem_core::request::build(&assembler, &request, &turn.turn(&request)?)?;
     Ok(text.into())
-}
-
-fn build(args: &TurnArgs) -> Result<crate::Built, ProemError> {
-    let assembler = Assembler::open(&args.agent_dir, args.config.as_deref())?;
-    assembler.build(&args.turn(&args.request())?)
 }
 
 impl TurnArgs {
     /// The flags as the request the service takes too.
-    fn request(&self) -> BuildRequest {
+    pub fn request(&self) -> BuildRequest {
         BuildRequest {
             mode: self.mode,
             session_key: self.session_key.clone(),
@@ -525,14 +394,14 @@ impl TurnArgs {
     }
 
     /// The turn; `--tools` is a path (anywhere, as the user typed it).
-    fn turn(&self, request: &BuildRequest) -> Result<Turn, ProemError> {
+    pub fn turn(&self, request: &BuildRequest) -> Result<Turn, ProemError> {
         request.turn(&|path| load_tools_file(std::path::Path::new(path)))
     }
 }
 
 /// Where log lines go.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Logs {
+pub enum Logs {
     /// Straight to stderr.
     Stderr,
     /// Into memory until [`release_logs`] says whether to print them.
@@ -540,11 +409,11 @@ enum Logs {
 }
 
 /// Log lines held back (`None`: they go to stderr).
-static HELD_LOGS: crate::sync::Lock<Option<Vec<u8>>> = crate::sync::Lock::new(None);
+static HELD_LOGS: proem_core::sync::Lock<Option<Vec<u8>>> = proem_core::sync::Lock::new(None);
 
 /// Prints the log lines held back (`print`) or drops them; later lines go
 /// straight to stderr.
-fn release_logs(print: bool) {
+pub fn release_logs(print: bool) {
     use std::io::Write;
     let held = HELD_LOGS.lock().take();
     if let (true, Some(held)) = (print, held) {
@@ -569,7 +438,7 @@ impl std::io::Write for LogWriter {
     }
 }
 
-fn init_logging(logs: Logs) {
+pub fn init_logging(logs: Logs) {
     use tracing_subscriber::filter::Targets;
     use tracing_subscriber::prelude::*;
     if logs == Logs::HeldBack {

@@ -1,7 +1,7 @@
-//! `proem`: a warm `build` from the plugin answers kept on disk, without
-//! wasmtime in the executable; every other case runs `proem-full` (see
-//! `proem_host::cli`).
+//! `proem`: a warm `build` from the plugin answers kept on disk, with no
+//! plugin runtime in the executable; every other case runs `proem-full`
+//! (see `proem_cli`).
 
 fn main() -> std::process::ExitCode {
-    proem_host::cli::front()
+    proem_cli::front()
 }

@@ -9,6 +9,7 @@ use crate::bootstrap::{self, OPTIONAL_FILES, STANDARD_FILES};
 use crate::budget;
 use crate::config::{config_path, Config};
 use crate::core_sections::{CoreInputs, StableInputs, TurnInputs};
+use crate::digest::sha256_hex;
 use crate::error::ProemError;
 use crate::memo::{BuildMemo, Caching, KeyHasher, LastValue, Snapshot};
 use crate::mode::{resolve_mode, Mode, SessionKind};
@@ -18,16 +19,14 @@ use crate::section::{core_spec, Section};
 use crate::skills;
 use crate::sync::Lock;
 use crate::text::{clean_owned, neutralize, one_line};
-use crate::tokens::{TokenCounter, Tokenizer};
+use crate::tokens::{save_counts, shared_counter, TokenCounter, Tokenizer};
 use crate::tools;
 use crate::turn::{parse_tools, ChatKind, Turn};
 use crate::workspace::{Unavailable, Workspace};
 use crate::zone::Zone;
-use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::OnceLock;
 
 /// Builds prompts for one agent directory.
 pub struct Assembler {
@@ -88,12 +87,7 @@ struct WorkspaceRead {
 impl Assembler {
     /// Opens an agent directory and loads its config: `config` when given
     /// (it must exist), else `<agent_dir>/proem.toml` when present, else the
-    /// defaults.
-    pub fn open(agent_dir: &Path, config: Option<&Path>) -> Result<Assembler, ProemError> {
-        Assembler::open_with(agent_dir, config, &crate::plugin::runtime::WASMTIME)
-    }
-
-    /// [`Assembler::open`] with the plugins' code run by `runtime` (see
+    /// defaults; the plugins' code is run by `runtime` (see
     /// [`crate::plugin::runtime`]).
     pub fn open_with(
         agent_dir: &Path,
@@ -104,15 +98,20 @@ impl Assembler {
         let config_file = config_path(agent_dir, config);
         let config_found = config.is_some() || config_file.exists();
         let config = if config_found { Config::load(&config_file)? } else { Config::default() };
-        let cache_dir = crate::plugin::cache::default_dir();
+        let cache_dir = crate::disk::default_dir();
         let plugins = PluginSet::load_with(&config.plugins, workspace.root(), cache_dir.as_deref(), runtime)?;
         Ok(Assembler::assemble(workspace, config, config_file, config_found, plugins))
     }
 
-    /// An assembler with an already-parsed config.
-    pub fn with_config(agent_dir: &Path, config: Config) -> Result<Assembler, ProemError> {
+    /// An assembler with an already-parsed config, its plugins run by `runtime`.
+    pub fn with_config(
+        agent_dir: &Path,
+        config: Config,
+        runtime: &'static dyn crate::plugin::runtime::Runtime,
+    ) -> Result<Assembler, ProemError> {
         let workspace = Workspace::open(agent_dir)?;
-        let plugins = PluginSet::load(&config.plugins, workspace.root())?;
+        let cache_dir = crate::disk::default_dir();
+        let plugins = PluginSet::load_with(&config.plugins, workspace.root(), cache_dir.as_deref(), runtime)?;
         let config_file = agent_dir.join(crate::config::CONFIG_FILE);
         Ok(Assembler::assemble(workspace, config, config_file, true, plugins))
     }
@@ -779,52 +778,6 @@ fn tokenizer_for(config: &Config, model: Option<&str>) -> Option<Tokenizer> {
         Some(name) => Tokenizer::from_name(name),
         None => Some(Tokenizer::for_model(model.unwrap_or(""))),
     }
-}
-
-/// One counter per tokenizer per process, so memoised counts are shared by
-/// every assembler.
-pub fn shared_counter(tokenizer: Tokenizer) -> &'static TokenCounter {
-    static O200K: OnceLock<TokenCounter> = OnceLock::new();
-    static CL100K: OnceLock<TokenCounter> = OnceLock::new();
-    let init = || {
-        let counter = TokenCounter::new(tokenizer);
-        if let Some(dir) = crate::plugin::cache::default_dir() {
-            counter.load(&crate::tokens::saved_counts_path(&dir, tokenizer));
-        }
-        counter
-    };
-    match tokenizer {
-        Tokenizer::O200kBase => O200K.get_or_init(init),
-        Tokenizer::Cl100kBase => CL100K.get_or_init(init),
-    }
-}
-
-/// Saves the shared counter's new counts into the cache directory, so the
-/// next process does not encode them again.
-fn save_counts(counter: &TokenCounter) {
-    // Checked first: this runs after every build, and most add no counts.
-    if !counter.has_unsaved() {
-        return;
-    }
-    let Some(dir) = crate::plugin::cache::default_dir() else { return };
-    let path = crate::tokens::saved_counts_path(&dir, counter.tokenizer());
-    if let Err(e) = counter.save(&path) {
-        tracing::warn!(path = %path.display(), "cannot save token counts: {e}");
-    }
-}
-
-/// Lowercase hex SHA-256.
-pub fn sha256_hex(text: &str) -> String {
-    hex(&Sha256::digest(text.as_bytes()))
-}
-
-/// Lowercase hex of bytes.
-pub fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    bytes.iter().fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
 }
 
 /// The tools as a runtime sends them natively (one function object each,

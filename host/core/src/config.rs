@@ -9,6 +9,11 @@ use crate::mode::Mode;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
+/// The ids of the official plugins every proem carries (`source =
+/// "builtin:<id>"`), sorted. The plugin runtime embeds their code
+/// (`proem-wasm`'s `builtin`, which checks it embeds exactly these).
+pub const BUILTIN_IDS: [&str; 3] = ["aieos-identity", "gpt5-overlay", "hardware-access"];
+
 /// The file name looked up in the agent directory.
 pub const CONFIG_FILE: &str = "proem.toml";
 
@@ -693,11 +698,8 @@ impl Config {
                 (Some(s), None) if !s.starts_with("builtin:") => {
                     return err(format!("source {s:?} must look like \"builtin:<id>\""))
                 }
-                (Some(s), None) if crate::plugin::builtin::get(&s["builtin:".len()..]).is_none() => {
-                    return err(format!(
-                        "source {s:?}: no such built-in plugin (built-in: {})",
-                        crate::plugin::builtin::ids().join(", ")
-                    ))
+                (Some(s), None) if !BUILTIN_IDS.contains(&&s["builtin:".len()..]) => {
+                    return err(format!("source {s:?}: no such built-in plugin (built-in: {})", BUILTIN_IDS.join(", ")))
                 }
                 (None, Some(file)) => {
                     if let Err(why) = check_relative_path(file) {

@@ -121,7 +121,8 @@ pub fn join(sections: &[Section]) -> Joined {
 }
 
 /// Output formats of `proem build`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum Format {
     /// The prompt as plain text, marker included.

@@ -1,12 +1,12 @@
 //! Exact token counting with tiktoken's BPE vocabularies.
 //!
-//! Texts are encoded by [`crate::bpe`] (tiktoken's counts, from tables
+//! Texts are encoded by [`proem_bpe`] (tiktoken's counts, from tables
 //! built into the binary), and counts are memoised per paragraph by a
 //! 128-bit hash of the text, in memory and (through [`TokenCounter::save`])
 //! on disk, so a text that was counted before is never encoded again.
 
-use crate::bpe::Encoder;
 use crate::sync::Lock;
+use proem_bpe::Encoder;
 use std::collections::HashMap;
 use std::path::Path;
 use xxhash_rust::xxh3::xxh3_128;
@@ -233,7 +233,7 @@ impl TokenCounter {
             entries.sort_unstable();
             encode_counts(&entries, self.tokenizer)
         };
-        crate::plugin::cache::write_whole(path, &bytes, false)?;
+        crate::disk::write_whole(path, &bytes, false)?;
         Ok(true)
     }
 }
@@ -418,7 +418,7 @@ const RUN_SAMPLE: usize = WHITESPACE_RUN_LIMIT / 4;
 fn may_hold_long_whitespace_run(text: &[u8]) -> bool {
     let mut streak = 0;
     for &byte in text.iter().step_by(RUN_SAMPLE) {
-        if byte >= 0x80 || crate::bpe::split::is_space(byte) {
+        if byte >= 0x80 || proem_bpe::split::is_space(byte) {
             streak += 1;
             if streak == WHITESPACE_RUN_LIMIT / RUN_SAMPLE {
                 return true;
@@ -509,6 +509,38 @@ fn decode_counts(data: &[u8], tokenizer: Tokenizer) -> Option<Vec<(u128, u32)>> 
             })
             .collect(),
     )
+}
+
+/// One counter per tokenizer per process, so memoised counts are shared by
+/// every assembler.
+pub fn shared_counter(tokenizer: Tokenizer) -> &'static TokenCounter {
+    static O200K: std::sync::OnceLock<TokenCounter> = std::sync::OnceLock::new();
+    static CL100K: std::sync::OnceLock<TokenCounter> = std::sync::OnceLock::new();
+    let init = || {
+        let counter = TokenCounter::new(tokenizer);
+        if let Some(dir) = crate::disk::default_dir() {
+            counter.load(&crate::tokens::saved_counts_path(&dir, tokenizer));
+        }
+        counter
+    };
+    match tokenizer {
+        Tokenizer::O200kBase => O200K.get_or_init(init),
+        Tokenizer::Cl100kBase => CL100K.get_or_init(init),
+    }
+}
+
+/// Saves the shared counter's new counts into the cache directory, so the
+/// next process does not encode them again.
+pub fn save_counts(counter: &TokenCounter) {
+    // Checked first: this runs after every build, and most add no counts.
+    if !counter.has_unsaved() {
+        return;
+    }
+    let Some(dir) = crate::disk::default_dir() else { return };
+    let path = crate::tokens::saved_counts_path(&dir, counter.tokenizer());
+    if let Err(e) = counter.save(&path) {
+        tracing::warn!(path = %path.display(), "cannot save token counts: {e}");
+    }
 }
 
 #[cfg(test)]

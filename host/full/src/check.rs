@@ -1,8 +1,8 @@
 //! `proem plugin check FILE.wasm`: everything proem checks when it loads a
 //! plugin, run on one file, each problem said with its fix.
 
-use crate::config::PluginConfig;
-use crate::plugin::{binary, set::PluginSet};
+use proem_core::config::PluginConfig;
+use proem_wasm::binary;
 use std::fmt::Write;
 use std::path::Path;
 
@@ -35,7 +35,7 @@ pub fn check(path: &Path) -> CheckReport {
 /// The checks, written to `text`: `Err` is a problem that stops them,
 /// `Ok` counts the problems found after loading.
 fn run(path: &Path, text: &mut String) -> Result<usize, String> {
-    let bytes = crate::workspace::read_regular_file(path, crate::plugin::set::MAX_PLUGIN_BYTES)
+    let bytes = proem_core::workspace::read_regular_file(path, proem_core::plugin::set::MAX_PLUGIN_BYTES)
         .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
     let _ = writeln!(text, "file     {} ({} bytes)", path.display(), bytes.len());
     let api = binary::check(&bytes)?;
@@ -47,7 +47,7 @@ fn run(path: &Path, text: &mut String) -> Result<usize, String> {
     let dir = tempfile::tempdir().map_err(|e| format!("cannot make a scratch folder: {e}"))?;
     std::fs::write(dir.path().join("plugin.wasm"), &bytes).map_err(|e| format!("cannot copy the plugin: {e}"))?;
     let config = PluginConfig { id: "checked".into(), path: Some("plugin.wasm".into()), ..PluginConfig::default() };
-    let set = PluginSet::load_with_cache(&[config], dir.path(), None).map_err(|e| e.to_string())?;
+    let set = proem::load_plugins(&[config], dir.path(), None).map_err(|e| e.to_string())?;
     let plugin = set.plugins().first().ok_or("nothing was loaded")?;
     let info = match &plugin.state {
         Ok(ready) => ready.info.clone(),
@@ -85,7 +85,7 @@ fn run(path: &Path, text: &mut String) -> Result<usize, String> {
     }
     // Call every hook once with a sample turn, declared or not.
     let files = sample_files();
-    for (_, probes) in set.probe_hooks(&crate::plugin::BuildContext::sample(), &files) {
+    for (_, probes) in set.probe_hooks(&proem_core::plugin::BuildContext::sample(), &files) {
         for probe in probes {
             match (&probe.answer, probe.declared) {
                 (Err(why), true) => problems.push(format!("the {} hook fails on a sample turn: {why}", probe.hook)),
@@ -114,7 +114,7 @@ fn run(path: &Path, text: &mut String) -> Result<usize, String> {
     for problem in &problems {
         let _ = writeln!(text, "problem  {problem}");
     }
-    for cap in info.capabilities.iter().filter(|c| crate::plugin::GRANT_NAMES.contains(&c.as_str())) {
+    for cap in info.capabilities.iter().filter(|c| proem_core::plugin::GRANT_NAMES.contains(&c.as_str())) {
         let _ = writeln!(
             text,
             "note     asks for {cap}: the operator grants it with grants = [\"{cap}\"] in its [[plugins]] entry"
@@ -123,14 +123,14 @@ fn run(path: &Path, text: &mut String) -> Result<usize, String> {
     Ok(problems.len())
 }
 
-fn sample_files() -> Vec<crate::bootstrap::BootstrapFile> {
-    let file = |name: &str, text: &str| crate::bootstrap::BootstrapFile::new(name, Some(text.into()));
+fn sample_files() -> Vec<proem_core::bootstrap::BootstrapFile> {
+    let file = |name: &str, text: &str| proem_core::bootstrap::BootstrapFile::new(name, Some(text.into()));
     vec![file("AGENTS.md", "# Agents\nWork carefully."), file("SOUL.md", "# Soul\nCalm and precise.")]
 }
 
 /// Builds one sample turn in `dir` (which holds plugin.wasm) and returns
 /// what the report says about the plugin as problems.
-fn sample_build(dir: &Path, files: &[crate::bootstrap::BootstrapFile]) -> Vec<String> {
+fn sample_build(dir: &Path, files: &[proem_core::bootstrap::BootstrapFile]) -> Vec<String> {
     for f in files {
         let _ = std::fs::write(dir.join(&f.name), f.text().unwrap_or(""));
     }
@@ -138,29 +138,29 @@ fn sample_build(dir: &Path, files: &[crate::bootstrap::BootstrapFile]) -> Vec<St
     if std::fs::write(dir.join("proem.toml"), toml).is_err() {
         return vec!["cannot write a sample agent".into()];
     }
-    let sample = crate::plugin::BuildContext::sample();
-    let tools: Vec<crate::turn::Tool> = sample
+    let sample = proem_core::plugin::BuildContext::sample();
+    let tools: Vec<proem_core::turn::Tool> = sample
         .tools
         .iter()
-        .map(|t| crate::turn::Tool {
+        .map(|t| proem_core::turn::Tool {
             name: t.name.clone(),
             description: t.description.clone(),
             parameters: None,
             server: None,
         })
         .collect();
-    let turn = crate::Turn {
+    let turn = proem::Turn {
         provider: sample.provider.clone(),
         model: sample.model.clone(),
         channel: sample.channel.clone(),
-        chat_kind: Some(crate::turn::ChatKind::Group),
+        chat_kind: Some(proem_core::turn::ChatKind::Group),
         group_title: sample.group_title.clone(),
         tools: Some(tools),
-        now: crate::turn::parse_now(&sample.now).ok(),
+        now: proem_core::turn::parse_now(&sample.now).ok(),
         timezone: Some(sample.timezone.clone()),
-        ..crate::Turn::default()
+        ..proem::Turn::default()
     };
-    let assembler = match crate::Assembler::open(dir, None) {
+    let assembler = match proem::Assembler::open(dir, None) {
         Ok(a) => a,
         Err(e) => return vec![format!("a sample agent with it does not open: {e}")],
     };
@@ -169,7 +169,7 @@ fn sample_build(dir: &Path, files: &[crate::bootstrap::BootstrapFile]) -> Vec<St
         Ok(built) => built
             .diagnostics
             .iter()
-            .filter(|d| d.level != crate::report::Level::Info && d.message.contains("checked"))
+            .filter(|d| d.level != proem_core::report::Level::Info && d.message.contains("checked"))
             .map(|d| format!("on a sample turn: {} ({})", d.message, d.code))
             .collect(),
     }

@@ -6,7 +6,7 @@
 //! operator's own lines are kept as they are). Nothing existing is
 //! overwritten; if the new config would not load, both writes are undone.
 
-use crate::plugin::binary;
+use proem_wasm::binary;
 use std::path::{Path, PathBuf};
 
 /// What an install did.
@@ -33,19 +33,19 @@ pub struct Plan {
 /// Checks that `id` can be added to the agent at `agent_dir` (created when
 /// missing): a valid id, not configured yet, its file not there yet.
 pub fn plan(agent_dir: &Path, id: &str) -> Result<Plan, String> {
-    crate::plugin::hooks::check_id(id)
+    proem_core::plugin::hooks::check_id(id)
         .map_err(|_| format!("{id:?} cannot be a plugin id (1-64 of a-z, 0-9, _, -, .): give one with --id"))?;
     if agent_dir.exists() && !agent_dir.is_dir() {
         return Err(format!("{}: not a directory (the agent directory to add the plugin to)", agent_dir.display()));
     }
-    let config_file = agent_dir.join(crate::config::CONFIG_FILE);
+    let config_file = agent_dir.join(proem_core::config::CONFIG_FILE);
     let existing = match std::fs::read_to_string(&config_file) {
         Ok(text) => Some(text),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(format!("{}: {e}", config_file.display())),
     };
     if existing.is_some() {
-        let config = crate::config::Config::load(&config_file).map_err(|e| e.to_string())?;
+        let config = proem_core::config::Config::load(&config_file).map_err(|e| e.to_string())?;
         if config.plugins.iter().any(|p| p.id == id) {
             return Err(format!(
                 "{}: a plugin with id {id} is already configured; remove its entry first or add it with --id OTHER",
@@ -67,21 +67,21 @@ impl Plan {
     /// Writes the binary and the entry, `note` as a comment above it.
     pub fn install(self, bytes: &[u8], note: &str) -> Result<Installed, String> {
         binary::check(bytes)?;
-        let sha256 = crate::plugin::oci::sha256_hex(bytes);
+        let sha256 = crate::oci::sha256_hex(bytes);
         let target = self.agent_dir.join(&self.relative);
         write_new(&target, bytes)?;
         let mut text = self.existing.clone().unwrap_or_default();
         if !text.is_empty() && !text.ends_with('\n') {
             text.push('\n');
         }
-        let note = crate::text::one_line(note, 300);
+        let note = proem_core::text::one_line(note, 300);
         text.push_str(&format!(
             "\n# {note}\n[[plugins]]\nid = \"{}\"\npath = \"{}\"\nsha256 = \"{sha256}\"\n",
             self.id, self.relative
         ));
         let written = std::fs::write(&self.config_file, &text)
             .map_err(|e| format!("{}: {e}", self.config_file.display()))
-            .and_then(|_| crate::config::Config::load(&self.config_file).map_err(|e| e.to_string()));
+            .and_then(|_| proem_core::config::Config::load(&self.config_file).map_err(|e| e.to_string()));
         if let Err(e) = written {
             // Leave the agent as it was.
             let _ = std::fs::remove_file(&target);
@@ -98,7 +98,7 @@ impl Plan {
 /// Adds the local plugin file `file` to the agent at `agent_dir`; `id`
 /// defaults to the plugin's own id from `describe`.
 pub fn add(file: &Path, agent_dir: &Path, id: Option<&str>) -> Result<Installed, String> {
-    let bytes = crate::workspace::read_regular_file(file, crate::plugin::set::MAX_PLUGIN_BYTES)
+    let bytes = proem_core::workspace::read_regular_file(file, proem_core::plugin::set::MAX_PLUGIN_BYTES)
         .map_err(|e| format!("{}: cannot read: {e}", file.display()))?;
     binary::check(&bytes).map_err(|e| format!("{}: {e}", file.display()))?;
     let id = match id {

@@ -12,11 +12,11 @@
 //! it is written, and its `[[plugins]]` entry pins its sha256, so the bytes
 //! that run are the bytes that were pulled.
 
-use crate::plugin::binary;
-use crate::plugin::install::{self, Installed};
+use crate::install::{self, Installed};
 use oci_client::client::{ClientConfig, ClientProtocol, Config, ImageLayer};
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
+use proem_wasm::binary;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -26,7 +26,7 @@ pub const WASM_CONFIG_MEDIA_TYPE: &str = "application/vnd.wasm.config.v0+json";
 /// The layer media type of a Wasm artifact.
 pub const WASM_LAYER_MEDIA_TYPE: &str = "application/wasm";
 /// The most bytes a pulled layer may have (the limit of a plugin file).
-pub const MAX_LAYER_BYTES: usize = crate::plugin::set::MAX_PLUGIN_BYTES as usize;
+pub const MAX_LAYER_BYTES: usize = proem_core::plugin::set::MAX_PLUGIN_BYTES as usize;
 
 /// A parsed `oci://REGISTRY/REPOSITORY[:TAG|@DIGEST]` reference.
 #[derive(Debug, Clone)]
@@ -108,7 +108,7 @@ fn runtime() -> Result<tokio::runtime::Runtime, String> {
 
 /// The sha256 of `bytes` as lowercase hex.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    crate::assembler::hex(&Sha256::digest(bytes))
+    proem_core::digest::hex(&Sha256::digest(bytes))
 }
 
 /// What a push did.
@@ -116,8 +116,6 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 pub struct Pushed {
     /// The reference pushed to.
     pub reference: String,
-    /// The manifest's URL at the registry.
-    pub manifest_url: String,
     /// The component's sha256 (what `sha256 = …` pins).
     pub sha256: String,
 }
@@ -126,7 +124,7 @@ pub struct Pushed {
 /// plugin this proem can load.
 pub fn push(file: &Path, reference: &str) -> Result<Pushed, String> {
     let target = OciRef::parse(reference)?;
-    let bytes = crate::workspace::read_regular_file(file, crate::plugin::set::MAX_PLUGIN_BYTES)
+    let bytes = proem_core::workspace::read_regular_file(file, proem_core::plugin::set::MAX_PLUGIN_BYTES)
         .map_err(|e| format!("{}: cannot read: {e}", file.display()))?;
     let api = binary::check(&bytes).map_err(|e| format!("{}: {e}", file.display()))?;
     let sha256 = sha256_hex(&bytes);
@@ -147,14 +145,14 @@ pub fn push(file: &Path, reference: &str) -> Result<Pushed, String> {
     );
     let mut manifest = oci_client::manifest::OciImageManifest::build(std::slice::from_ref(&layer), &config, None);
     manifest.annotations = Some(annotations);
-    let response = runtime()?
+    runtime()?
         .block_on(client(&target).push(&target.reference, &[layer], config, &auth(), Some(manifest)))
         .map_err(|e| format!("cannot push to {}: {e}", target.shown()))?;
-    Ok(Pushed { reference: target.shown().to_string(), manifest_url: response.manifest_url, sha256 })
+    Ok(Pushed { reference: target.shown().to_string(), sha256 })
 }
 
 /// Fetches the plugin at `reference` and installs it into `agent_dir`
-/// with [`crate::plugin::install::Plan::install`]: `plugins/<id>.wasm` and a `[[plugins]]` entry
+/// with [`crate::install::Plan::install`]: `plugins/<id>.wasm` and a `[[plugins]]` entry
 /// pinning its sha256. `id` defaults to the repository's last part.
 pub fn pull(reference: &str, agent_dir: &Path, id: Option<&str>) -> Result<Installed, String> {
     let source = OciRef::parse(reference)?;
@@ -168,7 +166,7 @@ pub fn pull(reference: &str, agent_dir: &Path, id: Option<&str>) -> Result<Insta
         return Err(format!(
             "{} is not a Wasm component artifact: its config is {:?}, not {WASM_CONFIG_MEDIA_TYPE}",
             source.shown(),
-            crate::text::one_line(&image.config.media_type, 80)
+            proem_core::text::one_line(&image.config.media_type, 80)
         ));
     }
     let [layer] = image.layers.as_slice() else {

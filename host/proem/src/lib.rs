@@ -1,53 +1,130 @@
 //! proem assembles an LLM agent's system prompt from sections,
 //! deterministically, under an exact token budget, split at a prompt-cache
-//! boundary, with a report of where every byte came from.
+//! boundary, with a report of where every byte came from. Third parties add
+//! sections, provider overlays and `agent:bootstrap` hooks as sandboxed
+//! WebAssembly components.
 //!
 //! ```no_run
-//! use proem_host::{Assembler, Turn};
+//! use proem::{Assembler, Turn};
 //! let assembler = Assembler::open("examples/marlow".as_ref(), None)?;
 //! let built = assembler.build(&Turn { channel: Some("telegram".into()), ..Turn::default() })?;
 //! println!("{}", built.stable); // cache this part
-//! # Ok::<(), proem_host::ProemError>(())
+//! # Ok::<(), proem::ProemError>(())
 //! ```
 //!
-//! See `docs/ARCHITECTURE.md` for the path a build takes through the modules.
+//! This crate is the library's surface: [`Assembler`] runs the pipeline of
+//! `proem-core` with plugins run in wasmtime (`proem-wasm`). See
+//! `docs/ARCHITECTURE.md` for the path a build takes through the crates.
 #![warn(missing_docs)]
 
-pub mod allocator;
-pub mod assembler;
-pub mod bootstrap;
-pub mod bpe;
-pub mod budget;
-#[doc(hidden)]
-pub mod cli;
-pub mod config;
-pub mod core_sections;
-pub mod error;
-pub mod inspect;
-pub mod memo;
-pub mod mode;
-pub mod parallel;
-pub mod plugin;
-pub mod render;
-pub mod report;
-pub mod request;
-pub mod section;
-pub mod serve;
-pub mod skills;
-pub mod sync;
 pub mod testkit;
-pub mod text;
-pub mod tokens;
-pub mod tools;
-pub mod truncate;
-pub mod turn;
-pub mod workspace;
-pub mod zone;
 
-pub use assembler::Assembler;
-pub use config::Config;
-pub use error::ProemError;
-pub use mode::Mode;
-pub use report::Built;
-pub use text::BOUNDARY_MARKER;
-pub use turn::{ChatKind, Tool, Turn};
+use std::path::Path;
+
+pub use proem_core::config::Config;
+pub use proem_core::error::ProemError;
+pub use proem_core::memo::Caching;
+pub use proem_core::mode::Mode;
+pub use proem_core::plugin::PluginSet;
+pub use proem_core::render::Format;
+pub use proem_core::report::{Built, Diagnostic, FileReport, Level, PluginReport, SectionReport, TokenReport};
+pub use proem_core::section::{Section, Slot, Zone};
+pub use proem_core::text::BOUNDARY_MARKER;
+pub use proem_core::turn::{ChatKind, Tool, Turn};
+
+/// Builds prompts for one agent directory: open it once, build once per
+/// turn. Plugins run in wasmtime, each call in a fresh sandbox.
+pub struct Assembler {
+    inner: proem_core::Assembler,
+}
+
+impl Assembler {
+    /// Opens an agent directory and loads its config: `config` when given
+    /// (it must exist), else `<agent_dir>/proem.toml` when present, else the
+    /// defaults. Loads (and compiles, or finds compiled on disk) its plugins.
+    pub fn open(agent_dir: &Path, config: Option<&Path>) -> Result<Assembler, ProemError> {
+        let inner = proem_core::Assembler::open_with(agent_dir, config, &proem_wasm::WASMTIME)?;
+        Ok(Assembler { inner })
+    }
+
+    /// An assembler with an already-parsed config.
+    pub fn with_config(agent_dir: &Path, config: Config) -> Result<Assembler, ProemError> {
+        let inner = proem_core::Assembler::with_config(agent_dir, config, &proem_wasm::WASMTIME)?;
+        Ok(Assembler { inner })
+    }
+
+    /// Builds the prompt for one turn. Reads the workspace; never writes.
+    pub fn build(&self, turn: &Turn) -> Result<Built, ProemError> {
+        self.inner.build(turn)
+    }
+
+    /// Builds with extra sections contributed by the caller (made with
+    /// [`Section::contributed`]). They are merged, ordered and budgeted
+    /// exactly like plugin sections: placed by slot, replaced core sections
+    /// reported, dropped first-among-optional when over budget, never
+    /// protected.
+    pub fn build_with(&self, turn: &Turn, contributed: &[Section]) -> Result<Built, ProemError> {
+        self.inner.build_with(turn, contributed)
+    }
+
+    /// The build of `turn` when it is remembered and nothing it read has
+    /// changed, without building or touching a file; `None` means "call
+    /// [`Assembler::build`]".
+    pub fn memoised(&self, turn: &Turn) -> Option<Built> {
+        self.inner.memoised(turn)
+    }
+
+    /// Chooses what is kept between builds (all on by default; see
+    /// [`Caching`]).
+    pub fn set_caching(&mut self, caching: Caching) {
+        self.inner.set_caching(caching)
+    }
+
+    /// What is kept between builds.
+    pub fn caching(&self) -> Caching {
+        self.inner.caching()
+    }
+
+    /// How many builds were answered from the build memo.
+    pub fn memo_hits(&self) -> u64 {
+        self.inner.memo_hits()
+    }
+
+    /// Whether the memos' file check currently uses change notifications
+    /// rather than a stat per file.
+    pub fn files_watched(&self) -> bool {
+        self.inner.files_watched()
+    }
+
+    /// The config in use.
+    pub fn config(&self) -> &Config {
+        self.inner.config()
+    }
+
+    /// The agent's plugins, loaded (or not, with the reason), sorted by id.
+    pub fn plugins(&self) -> &PluginSet {
+        self.inner.plugins()
+    }
+
+    /// Reads a tools JSON file inside the agent directory (a path or
+    /// symlink out of it is refused).
+    pub fn read_tools_file(&self, rel: &str) -> Result<Vec<Tool>, ProemError> {
+        self.inner.read_tools_file(rel)
+    }
+
+    /// The pipeline this assembler runs, for proem's own crates.
+    #[doc(hidden)]
+    pub fn core(&self) -> &proem_core::Assembler {
+        &self.inner
+    }
+}
+
+/// Loads plugin entries on their own, outside an agent's build (what
+/// `proem plugins` lists), their code run in wasmtime.
+pub fn load_plugins(
+    configs: &[proem_core::config::PluginConfig],
+    agent_dir: &Path,
+    cache_dir: Option<&Path>,
+) -> Result<PluginSet, ProemError> {
+    PluginSet::load_with(configs, agent_dir, cache_dir, &proem_wasm::WASMTIME)
+}

@@ -1,15 +1,15 @@
 //! Running a built plugin through the real host from a Rust test.
 //!
 //! ```no_run
-//! use proem_host::testkit::PluginHarness;
-//! use proem_host::Turn;
+//! use proem::testkit::PluginHarness;
+//! use proem::Turn;
 //! let harness = PluginHarness::new("target/wasm32-wasip2/release/my_plugin.wasm".as_ref())?
 //!     .config(r#"{ note = "Be kind." }"#)
 //!     .file("SOUL.md", "Calm and precise.");
 //! let built = harness.build(&Turn::default())?;
 //! assert!(harness.contributed(&built).contains(&"note".to_string()));
 //! assert!(built.prompt.contains("Be kind."));
-//! # Ok::<(), proem_host::ProemError>(())
+//! # Ok::<(), proem::ProemError>(())
 //! ```
 //!
 //! The harness is an agent directory of its own (a temporary folder, removed
@@ -17,8 +17,8 @@
 //! same load path, sandbox, limits and merge as in production. A plugin that
 //! fails is an error here (the plugin is `required`), so a test sees why.
 
-use crate::error::ProemError;
 use crate::{Assembler, Built, Turn};
+use proem_core::error::ProemError;
 use std::path::Path;
 
 /// An agent with one plugin under test.

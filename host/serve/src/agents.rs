@@ -10,9 +10,9 @@
 //! last good assembler keeps serving and the error shows on the agent's
 //! status. New folders appear, removed ones disappear.
 
-use crate::config::{Config, CONFIG_FILE};
-use crate::sync::Lock;
-use crate::Assembler;
+use proem::Assembler;
+use proem_core::config::{Config, CONFIG_FILE};
+use proem_core::sync::Lock;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

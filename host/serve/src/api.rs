@@ -3,11 +3,9 @@
 //! Bad input is always a 4xx naming what is wrong (never a 500); a panic in
 //! a build is a 500 that is logged, and the server goes on.
 
-use crate::error::ProemError;
-use crate::request::BuildRequest;
-use crate::serve::agents::Agents;
-use crate::serve::metrics::Metrics;
-use crate::serve::{page, Limits};
+use crate::agents::Agents;
+use crate::metrics::Metrics;
+use crate::{page, Limits};
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -15,6 +13,8 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
+use proem_core::error::ProemError;
+use proem_core::request::BuildRequest;
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -165,7 +165,7 @@ fn secs(t: SystemTime) -> u64 {
 }
 
 /// One agent as `GET /v1/agents` lists it.
-fn summary(agent: &crate::serve::agents::Agent) -> Value {
+fn summary(agent: &crate::agents::Agent) -> Value {
     json!({
         "id": agent.id,
         "status": if agent.assembler.is_none() { "not_loaded" } else if agent.last_error.is_some() { "stale" } else { "ok" },
@@ -238,15 +238,18 @@ fn unknown_agent(state: &AppState, id: &str) -> Problem {
     Problem::new(
         StatusCode::NOT_FOUND,
         "unknown-agent",
-        format!("no agent {:?} (agents: {})", crate::text::one_line(id, 64), known.join(", ")),
+        format!("no agent {:?} (agents: {})", proem_core::text::one_line(id, 64), known.join(", ")),
     )
 }
 
 async fn build(State(state): State<Arc<AppState>>, Path(id): Path<String>, headers: HeaderMap, body: Body) -> Response {
     match run_build(&state, &id, &headers, body).await {
         Ok((_, text, format)) => {
-            let content_type =
-                if format == crate::render::Format::Text { "text/plain; charset=utf-8" } else { "application/json" };
+            let content_type = if format == proem_core::render::Format::Text {
+                "text/plain; charset=utf-8"
+            } else {
+                "application/json"
+            };
             ([(header::CONTENT_TYPE, content_type)], text).into_response()
         }
         Err(problem) => problem_response(&state, problem),
@@ -279,7 +282,7 @@ async fn run_build(
     id: &str,
     headers: &HeaderMap,
     body: Body,
-) -> Result<(Arc<crate::Built>, String, crate::render::Format), Problem> {
+) -> Result<(Arc<proem::Built>, String, proem_core::render::Format), Problem> {
     // The body is JSON whatever Content-Type says (curl's -d sends a form
     // type): what does not parse is a 400 naming the problem.
     let _ = headers;
@@ -342,12 +345,12 @@ async fn run_build(
     // A build the memo holds is answered here, on the async thread: no
     // slot, no hand-off to the blocking pool (a tools file would mean a
     // read, so that goes the long way).
-    if !matches!(request.tools, Some(crate::request::ToolsInput::File(_))) {
+    if !matches!(request.tools, Some(proem_core::request::ToolsInput::File(_))) {
         let started = Instant::now();
         let no_files = |_: &str| Err(ProemError::input("tools", "read on the blocking pool"));
         if let Ok(turn) = request.turn(&no_files) {
             if let Some(built) = assembler.memoised(&turn) {
-                let text = crate::request::respond(&built, &request).map_err(problem_of)?;
+                let text = proem_core::request::respond(&built, &request).map_err(problem_of)?;
                 state.metrics.build(id, "ok", started.elapsed(), Some(&built), true);
                 return Ok((Arc::new(built), text, request.format()));
             }
@@ -380,7 +383,7 @@ async fn run_build(
         let request = request.clone();
         off_thread(move || {
             let turn = request.turn(&|name| assembler.read_tools_file(name))?;
-            crate::request::build(&assembler, &request, &turn)
+            proem_core::request::build(assembler.core(), &request, &turn)
         })
     };
     let joined = tokio::time::timeout_at(deadline.into(), work).await;

@@ -4,8 +4,8 @@
 //! one order every time. Labels are agent and plugin ids, which are checked
 //! names (folder names, `[[plugins]] id`), escaped anyway.
 
-use crate::report::Built;
-use crate::sync::Lock;
+use proem_core::report::Built;
+use proem_core::sync::Lock;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::time::Duration;

@@ -12,9 +12,10 @@
 //! Location: `$PROEM_CACHE_DIR` (empty disables the cache), else
 //! `$XDG_CACHE_HOME/proem/components`, else `~/.cache/proem/components`.
 
+use proem_core::disk::write_whole;
+use proem_core::plugin::runtime::Origin;
 use sha2::{Digest, Sha256};
 use std::hash::{Hash, Hasher};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use wasmtime::component::Component;
 use wasmtime::Engine;
@@ -24,32 +25,11 @@ const HEADER: usize = 8 + 32;
 /// The largest cache entry read back (a compiled 64 MiB plugin stays under it).
 const MAX_ENTRY_BYTES: u64 = 1024 * 1024 * 1024;
 
-/// Where compiled components are kept; `None` when caching is off.
-pub fn default_dir() -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os("PROEM_CACHE_DIR") {
-        return (!dir.is_empty()).then(|| PathBuf::from(dir));
-    }
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .filter(|d| !d.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").filter(|h| !h.is_empty()).map(|h| PathBuf::from(h).join(".cache")))?;
-    Some(base.join("proem").join("components"))
-}
-
-/// How a component was obtained.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Origin {
-    /// Loaded from a valid cache entry.
-    Cached,
-    /// Compiled now (no cache, no entry, or a rejected entry).
-    Compiled,
-}
-
 /// The cache file for `wasm` under `dir`.
 pub fn entry_path(dir: &Path, engine: &Engine, wasm: &[u8]) -> PathBuf {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     engine.precompile_compatibility_hash().hash(&mut h);
-    dir.join(format!("{}-{:016x}.cwasm", crate::assembler::hex(&Sha256::digest(wasm)), h.finish()))
+    dir.join(format!("{}-{:016x}.cwasm", proem_core::digest::hex(&Sha256::digest(wasm)), h.finish()))
 }
 
 /// Loads `wasm` from the cache or compiles it (and caches the result).
@@ -70,7 +50,7 @@ pub fn load_or_compile(engine: &Engine, wasm: &[u8], dir: Option<&Path>) -> Resu
 }
 
 fn read_entry(engine: &Engine, path: &Path) -> Option<Component> {
-    let data = crate::workspace::read_regular_file(path, MAX_ENTRY_BYTES).ok()?;
+    let data = proem_core::workspace::read_regular_file(path, MAX_ENTRY_BYTES).ok()?;
     if data.len() < HEADER || &data[..8] != MAGIC {
         tracing::warn!(path = %path.display(), "component cache entry is not ours or truncated; recompiling");
         return None;
@@ -108,23 +88,6 @@ fn write_entry(component: &Component, path: &Path) -> std::io::Result<()> {
     write_whole(path, &encode_entry(&payload), true)
 }
 
-/// Writes a cache file whole: `bytes` go to a temporary file in the same
-/// directory (created if missing), synced first when `sync`, then renamed
-/// to `path`, so a reader never sees half a file and two writers at once
-/// both leave a whole one. Every file proem keeps in its cache is written
-/// here (compiled components, plugin answers, token counts).
-pub fn write_whole(path: &Path, bytes: &[u8], sync: bool) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    tmp.write_all(bytes)?;
-    if sync {
-        tmp.as_file().sync_data()?;
-    }
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
-}
-
 /// An error and its causes on one line.
 pub fn error_chain(e: &wasmtime::Error) -> String {
     let mut parts: Vec<String> = Vec::new();
@@ -134,5 +97,5 @@ pub fn error_chain(e: &wasmtime::Error) -> String {
             parts.push(text);
         }
     }
-    crate::text::one_line(&parts.join(": "), 2000)
+    proem_core::text::one_line(&parts.join(": "), 2000)
 }

@@ -7,8 +7,8 @@
 //! Nothing here starts until the first plugin loads, so a build without
 //! plugins never pays for it.
 
-use crate::plugin::sandbox::State;
-use crate::plugin::wit;
+use crate::sandbox::State;
+use crate::wit;
 use std::future::Future;
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -27,7 +27,7 @@ pub const EPOCH_TICK: Duration = Duration::from_millis(2);
 /// tables and stacks. Sixteen is more than the plugin threads can run at
 /// once (a call holds its slot only while its store lives).
 ///
-/// [`MAX_MEMORIES`]: crate::plugin::sandbox::MAX_MEMORIES
+/// [`MAX_MEMORIES`]: proem_core::plugin::sandbox::MAX_MEMORIES
 pub const CALL_SLOTS: u32 = 16;
 
 /// Bytes of each linear memory kept mapped when its call ends: the next
@@ -50,7 +50,7 @@ pub const WARM_SLOTS: u32 = 4;
 
 /// The most entries one table may hold (the pool reserves this much for
 /// each table slot; every entry also counts against the memory cap, see
-/// [`crate::plugin::sandbox::TABLE_ENTRY_BYTES`]). A Rust plugin's one
+/// [`proem_core::plugin::sandbox::TABLE_ENTRY_BYTES`]). A Rust plugin's one
 /// table holds a few hundred.
 pub const MAX_TABLE_ELEMENTS: usize = 1 << 20;
 
@@ -72,7 +72,7 @@ pub fn worker_threads() -> usize {
 /// per instance, and refuses a component over the per-call counts when it
 /// is compiled (the limiter would refuse it when instantiated).
 fn pool() -> wasmtime::InstanceAllocationStrategy {
-    use crate::plugin::sandbox::{MAX_INSTANCES, MAX_MEMORIES, MAX_TABLES};
+    use proem_core::plugin::sandbox::{MAX_INSTANCES, MAX_MEMORIES, MAX_TABLES};
     let (instances, memories, tables) = (MAX_INSTANCES as u32, MAX_MEMORIES as u32, MAX_TABLES as u32);
     let mut pool = wasmtime::PoolingAllocationConfig::new();
     pool.total_component_instances(CALL_SLOTS)
@@ -136,8 +136,7 @@ impl PluginEngine {
         };
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(|e| format!("cannot link WASI: {e}"))?;
-        crate::plugin::virtual_io::add_to_linker(&mut linker)
-            .map_err(|e| format!("cannot link the virtual clock: {e}"))?;
+        crate::virtual_io::add_to_linker(&mut linker).map_err(|e| format!("cannot link the virtual clock: {e}"))?;
         wit::v0_1::add_to_linker(&mut linker).map_err(|e| format!("cannot link the plugin API: {e}"))?;
         wit::v0_2::add_to_linker(&mut linker).map_err(|e| format!("cannot link the plugin API 0.2: {e}"))?;
         let runtime = tokio::runtime::Builder::new_multi_thread()

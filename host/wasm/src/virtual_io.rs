@@ -20,7 +20,7 @@
 //! `tests/containment.rs` (`virtual_time_*`) runs a plugin that spins on
 //! timers and polls and asserts the same output on every build.
 
-use crate::plugin::sandbox::State;
+use crate::sandbox::State;
 use wasmtime::component::{HasData, Linker, Resource, ResourceTable};
 use wasmtime_wasi::p2::bindings::clocks::monotonic_clock;
 use wasmtime_wasi::p2::bindings::io::poll;

@@ -22,7 +22,7 @@
 //! the same validation as a fresh answer.
 //!
 //! Entries are files `<key>.answer` under `answers/` in the component cache
-//! directory ([`crate::plugin::cache::default_dir`]), each a magic line with
+//! directory ([`crate::disk::default_dir`]), each a magic line with
 //! the xxh3 checksum of its JSON payload: a truncated or corrupt entry is a
 //! miss, never trusted. Written whole (`cache::write_whole`).
 //! The directory is kept under [`MAX_ENTRIES`]: when a write finds it over,
@@ -130,7 +130,7 @@ impl Answers {
 
     fn try_put<T: Serialize>(&self, key: u128, value: &T) -> std::io::Result<()> {
         let payload = serde_json::to_vec(value).map_err(std::io::Error::other)?;
-        crate::plugin::cache::write_whole(&self.path(key), &encode(&payload), false)?;
+        crate::disk::write_whole(&self.path(key), &encode(&payload), false)?;
         self.prune();
         Ok(())
     }

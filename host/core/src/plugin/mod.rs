@@ -15,24 +15,15 @@
 //!            ─ hooks::validate_* (ids, slots, sizes, neutralised bodies) ─ merged like core sections
 //! ```
 //!
-//! `wit/` holds one module per plugin API version.
+//! The wasm side (engine, sandboxed calls, per-version bindings, the
+//! component cache) is the `proem-wasm` crate, behind [`runtime::Runtime`].
 
 pub mod answers;
-pub mod binary;
-pub mod builtin;
-pub mod cache;
 pub mod call;
-pub mod check;
-pub mod engine;
 pub mod hooks;
-pub mod install;
-pub mod oci;
 pub mod runtime;
 pub mod sandbox;
-pub mod scaffold;
 pub mod set;
-pub mod virtual_io;
-pub mod wit;
 
 pub use hooks::{BuildContext, ContextTool, PluginInfo};
 pub use sandbox::{Grants, GRANT_NAMES};

@@ -17,15 +17,21 @@
 //! [`ProemError::PluginCodeNeeded`]: crate::ProemError::PluginCodeNeeded
 
 use crate::plugin::answers::executable_identity;
-use crate::plugin::cache::{self, Origin};
-use crate::plugin::call::{self, CallLimits, Outcome, Request};
-use crate::plugin::engine;
+use crate::plugin::call::{CallLimits, Outcome, Request};
 use crate::plugin::sandbox::Sandbox;
-use crate::plugin::wit::{v0_1, v0_2, Bindings};
 use std::future::Future;
 use std::path::Path;
 use std::pin::Pin;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
+
+/// How a component was obtained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// Loaded from a valid cache entry.
+    Cached,
+    /// Compiled now (no cache, no entry, or a rejected entry).
+    Compiled,
+}
 
 /// A call ready to run on a runtime's threads.
 pub type PendingCall = Pin<Box<dyn Future<Output = Outcome> + Send>>;
@@ -50,6 +56,16 @@ pub trait Runtime: Sync {
     /// Whether this runtime runs plugin code at all.
     fn runs_code(&self) -> bool;
 
+    /// The code of the built-in plugin `id` (one of
+    /// [`BUILTIN_IDS`](crate::config::BUILTIN_IDS)), when this runtime
+    /// carries it.
+    fn builtin(&self, id: &str) -> Option<&'static [u8]>;
+
+    /// Checks a plugin binary before anything is compiled (a component, an
+    /// API version this runtime speaks, only imports it provides) and gives
+    /// the API version it was built for, or what is wrong with it.
+    fn check(&self, wasm: &[u8]) -> Result<String, String>;
+
     /// Compiles `wasm` (through the component cache in `cache_dir`) and
     /// pre-instantiates it with the bindings of API version `api`.
     fn link(&self, wasm: &[u8], api: &str, cache_dir: Option<&Path>) -> LinkResult;
@@ -59,66 +75,6 @@ pub trait Runtime: Sync {
     /// thread while the calls run on the runtime's (work the build would do
     /// after them anyway, done while it would otherwise wait).
     fn run(&self, calls: Vec<PendingCall>, meanwhile: &mut dyn FnMut()) -> Vec<Outcome>;
-}
-
-/// Runs plugins in wasmtime: the runtime of the library and of `proem-full`.
-pub static WASMTIME: Wasmtime = Wasmtime;
-
-/// See [`WASMTIME`].
-pub struct Wasmtime;
-
-impl Runtime for Wasmtime {
-    fn identity(&self) -> Option<u128> {
-        // This executable: a rebuilt or upgraded proem never reads another's answers.
-        static IDENTITY: OnceLock<Option<u128>> = OnceLock::new();
-        *IDENTITY.get_or_init(|| executable_identity(&std::env::current_exe().ok()?))
-    }
-
-    fn runs_code(&self) -> bool {
-        true
-    }
-
-    fn link(&self, wasm: &[u8], api: &str, cache_dir: Option<&Path>) -> LinkResult {
-        let engine = engine::get()?;
-        let (component, origin) = cache::load_or_compile(&engine.engine, wasm, cache_dir)?;
-        let pre = engine
-            .linker
-            .instantiate_pre(&component)
-            .map_err(|e| format!("cannot link against this proem: {}", cache::error_chain(&e)))?;
-        let mismatch = |e: wasmtime::Error| format!("does not match API {api}: {}", cache::error_chain(&e));
-        let bindings = match api.split('.').take(2).collect::<Vec<_>>()[..] {
-            ["0", "1"] => Bindings::V0_1(v0_1::PluginPre::new(pre).map_err(mismatch)?),
-            ["0", "2"] => Bindings::V0_2(v0_2::PluginPre::new(pre).map_err(mismatch)?),
-            _ => return Err(format!("API {api} has no bindings in this proem")),
-        };
-        Ok((Arc::new(bindings), origin))
-    }
-
-    fn run(&self, calls: Vec<PendingCall>, meanwhile: &mut dyn FnMut()) -> Vec<Outcome> {
-        let engine = match engine::get() {
-            Ok(engine) => engine,
-            Err(e) => return calls.iter().map(|_| Outcome::host_failure(e.clone())).collect(),
-        };
-        engine
-            .run_all(calls, meanwhile)
-            .into_iter()
-            .map(|outcome| {
-                outcome.unwrap_or_else(|| Outcome::host_failure("the plugin task ended without an answer".into()))
-            })
-            .collect()
-    }
-}
-
-impl Linked for Bindings {
-    fn call(&self, sandbox: Sandbox, limits: CallLimits, request: Request) -> PendingCall {
-        let bindings = self.clone();
-        Box::pin(async move {
-            match engine::get() {
-                Ok(engine) => call::call(engine, bindings, sandbox, limits, request).await,
-                Err(e) => Outcome::host_failure(e),
-            }
-        })
-    }
 }
 
 /// Runs no plugin code: reads the answers another executable's runtime
@@ -144,6 +100,14 @@ impl Runtime for AnswersOnly {
 
     fn runs_code(&self) -> bool {
         false
+    }
+
+    fn builtin(&self, _: &str) -> Option<&'static [u8]> {
+        None
+    }
+
+    fn check(&self, _: &[u8]) -> Result<String, String> {
+        Err(NO_CODE.into())
     }
 
     fn link(&self, _: &[u8], _: &str, _: Option<&Path>) -> LinkResult {

@@ -10,15 +10,14 @@
 //! merged, so completion order never shows in the prompt.
 
 use crate::bootstrap::{self, group_of, load_order, BootstrapFile, FileGroup};
-use crate::config::PluginConfig;
+use crate::config::{PluginConfig, BUILTIN_IDS};
 use crate::error::ProemError;
 use crate::memo::KeyHasher;
 use crate::plugin::answers::{Answered, Answers, Described};
 use crate::plugin::call::{CallLimits, Failure, Outcome, Request, Response};
 use crate::plugin::hooks::{self, BuildContext, OutputCaps, PluginInfo, RawFile};
-use crate::plugin::runtime::{LinkResult, Linked, PendingCall, Runtime, WASMTIME};
+use crate::plugin::runtime::{LinkResult, Linked, PendingCall, Runtime};
 use crate::plugin::sandbox::{Grants, LogLine, Sandbox};
-use crate::plugin::{binary, builtin, cache};
 use crate::report::{Diagnostic, PluginReport};
 use crate::section::Section;
 use crate::sync::Lock;
@@ -108,7 +107,7 @@ impl Ready {
     /// until it was needed: answers from disk need no code).
     pub fn compiled_from_cache(&self) -> Option<bool> {
         match self.code.linked.get()? {
-            Ok((_, origin)) => Some(*origin == cache::Origin::Cached),
+            Ok((_, origin)) => Some(*origin == crate::plugin::runtime::Origin::Cached),
             Err(_) => None,
         }
     }
@@ -250,25 +249,12 @@ impl BuildRun {
 }
 
 impl PluginSet {
-    /// Loads the configured plugins. A plugin that cannot load is kept with
-    /// its reason (reported on every build), unless it is `required`, which
-    /// makes this an error naming it.
-    pub fn load(configs: &[PluginConfig], agent_dir: &Path) -> Result<PluginSet, ProemError> {
-        PluginSet::load_with_cache(configs, agent_dir, cache::default_dir().as_deref())
-    }
-
-    /// [`PluginSet::load`] with an explicit compiled-component cache
-    /// directory (`None`: compile every time, write nothing).
-    pub fn load_with_cache(
-        configs: &[PluginConfig],
-        agent_dir: &Path,
-        cache_dir: Option<&Path>,
-    ) -> Result<PluginSet, ProemError> {
-        PluginSet::load_with(configs, agent_dir, cache_dir, &WASMTIME)
-    }
-
-    /// [`PluginSet::load_with_cache`] on `runtime`. With one that runs no
-    /// code ([`crate::plugin::runtime::AnswersOnly`]), a plugin whose
+    /// Loads the configured plugins, their code run by `runtime`, compiled
+    /// components cached in `cache_dir` (`None`: compile every time, write
+    /// nothing). A plugin that cannot load is kept with its reason (reported
+    /// on every build), unless it is `required`, which makes this an error
+    /// naming it. With a runtime that runs no code
+    /// ([`crate::plugin::runtime::AnswersOnly`]), a plugin whose
     /// `describe` answer is not kept on disk makes this
     /// [`ProemError::PluginCodeNeeded`], and so does any build that would
     /// call a hook whose answer is not kept.
@@ -280,13 +266,17 @@ impl PluginSet {
     ) -> Result<PluginSet, ProemError> {
         let mut plugins: Vec<LoadedPlugin> = Vec::with_capacity(configs.len());
         let prepared: Vec<(LoadedPlugin, Result<Wasm, String>)> =
-            configs.iter().map(|c| prepare(c, agent_dir)).collect();
+            configs.iter().map(|c| prepare(c, agent_dir, runtime)).collect();
         // A pinned binary that changed never loads, required or not.
         for (config, (plugin, wasm)) in configs.iter().zip(&prepared) {
             if let (Some(pin), Ok(wasm)) = (&config.sha256, wasm) {
+                if wasm.bytes.is_empty() && !runtime.runs_code() {
+                    // A pinned built-in whose code this runtime does not carry.
+                    return Err(ProemError::PluginCodeNeeded);
+                }
                 let digest = match wasm.identity.strip_prefix("sha256:") {
                     Some(digest) => digest.to_string(),
-                    None => crate::assembler::hex(&Sha256::digest(&wasm.bytes)),
+                    None => crate::digest::hex(&Sha256::digest(&wasm.bytes)),
                 };
                 if !digest.eq_ignore_ascii_case(pin) {
                     return Err(ProemError::Plugin {
@@ -564,7 +554,7 @@ impl PluginSet {
                 outcomes[slot] = Some(self.remember(keys, outcome));
             }
         }
-        let counter = crate::assembler::shared_counter(tokenizer);
+        let counter = crate::tokens::shared_counter(tokenizer);
         let mut sections = Vec::new();
         for ((plugin, hook), outcome) in jobs.into_iter().zip(outcomes.into_iter().flatten()) {
             let Outcome { result, logs, elapsed } = outcome;
@@ -910,7 +900,7 @@ fn apply_files(
 }
 
 /// Turns a config entry into a plugin record and its bytes (or why not).
-fn prepare(config: &PluginConfig, agent_dir: &Path) -> (LoadedPlugin, Result<Wasm, String>) {
+fn prepare(config: &PluginConfig, agent_dir: &Path, runtime: &dyn Runtime) -> (LoadedPlugin, Result<Wasm, String>) {
     let origin = match (&config.source, &config.path) {
         (Some(source), _) => source.clone(),
         (None, Some(path)) => path.clone(),
@@ -937,12 +927,17 @@ fn prepare(config: &PluginConfig, agent_dir: &Path) -> (LoadedPlugin, Result<Was
     let wasm = match (&config.source, &config.path) {
         (Some(source), _) => {
             let name = source.strip_prefix("builtin:").unwrap_or(source);
-            builtin::get(name)
-                .map(|bytes| Wasm { bytes: Cow::Borrowed(bytes), identity: format!("builtin:{name}") })
-                .ok_or_else(|| format!("{source}: no such built-in plugin (built-in: {})", builtin::ids().join(", ")))
+            if BUILTIN_IDS.contains(&name) {
+                // A runtime that runs no code carries none: the answers kept
+                // for `builtin:<name>` stand for it (see `Wasm::identity`).
+                let bytes = runtime.builtin(name).unwrap_or_default();
+                Ok(Wasm { bytes: Cow::Borrowed(bytes), identity: format!("builtin:{name}") })
+            } else {
+                Err(format!("{source}: no such built-in plugin (built-in: {})", BUILTIN_IDS.join(", ")))
+            }
         }
         (None, Some(path)) => read_plugin_file(agent_dir, path).map(|bytes| Wasm {
-            identity: format!("sha256:{}", crate::assembler::hex(&Sha256::digest(&bytes))),
+            identity: format!("sha256:{}", crate::digest::hex(&Sha256::digest(&bytes))),
             bytes: Cow::Owned(bytes),
         }),
         (None, None) => Err("no source or path".into()),
@@ -1012,7 +1007,7 @@ fn open(
     answers: Option<&Answers>,
     runtime: &'static dyn Runtime,
 ) -> Result<Ready, String> {
-    let api = binary::check(&wasm.bytes)?;
+    let api = runtime.check(&wasm.bytes)?;
     let code = code(api.clone(), wasm, cache_dir, runtime);
     let _ = code.linked.set(Ok(runtime.link(&wasm.bytes, &api, cache_dir)?));
     let describe =

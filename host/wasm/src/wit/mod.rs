@@ -34,7 +34,7 @@ pub fn is_supported(version: &str) -> bool {
 #[derive(Clone)]
 pub enum Bindings {
     /// proem:plugin@0.1.x
-    V0_1(v0_1::PluginPre<crate::plugin::sandbox::State>),
+    V0_1(v0_1::PluginPre<crate::sandbox::State>),
     /// proem:plugin@0.2.x
-    V0_2(v0_2::PluginPre<crate::plugin::sandbox::State>),
+    V0_2(v0_2::PluginPre<crate::sandbox::State>),
 }

@@ -1,14 +1,14 @@
 //! proem:plugin@0.1.0: bindings generated from `wit/0.1.0/` and the
 //! conversions between them and the host's types.
 
-use crate::plugin::hooks::{BuildContext, PluginInfo, RawFile, RawOverlay, RawSection, RawSlot};
-use crate::plugin::sandbox::State;
-use crate::section::Zone;
+use crate::sandbox::State;
+use proem_core::plugin::hooks::{BuildContext, PluginInfo, RawFile, RawOverlay, RawSection, RawSlot};
+use proem_core::section::Zone;
 
 mod generated {
     #![allow(missing_docs)]
     wasmtime::component::bindgen!({
-        path: "../wit/0.1.0",
+        path: "../../wit/0.1.0",
         world: "plugin",
         exports: { default: async },
         // Host functions may trap (a limit, the deadline) instead of answering.
@@ -49,10 +49,10 @@ pub fn context(ctx: &BuildContext) -> t::BuildContext {
     t::BuildContext {
         agent_id: ctx.agent_id.clone(),
         mode: match ctx.mode {
-            crate::Mode::Full => t::Mode::Full,
-            crate::Mode::Task => t::Mode::Task,
-            crate::Mode::Minimal => t::Mode::Minimal,
-            crate::Mode::None => t::Mode::None,
+            proem_core::Mode::Full => t::Mode::Full,
+            proem_core::Mode::Task => t::Mode::Task,
+            proem_core::Mode::Minimal => t::Mode::Minimal,
+            proem_core::Mode::None => t::Mode::None,
         },
         provider: ctx.provider.clone(),
         model: ctx.model.clone(),
@@ -112,10 +112,10 @@ pub fn sections(sections: Vec<t::Section>) -> Vec<RawSection> {
                 .modes
                 .into_iter()
                 .map(|m| match m {
-                    t::Mode::Full => crate::Mode::Full,
-                    t::Mode::Task => crate::Mode::Task,
-                    t::Mode::Minimal => crate::Mode::Minimal,
-                    t::Mode::None => crate::Mode::None,
+                    t::Mode::Full => proem_core::Mode::Full,
+                    t::Mode::Task => proem_core::Mode::Task,
+                    t::Mode::Minimal => proem_core::Mode::Minimal,
+                    t::Mode::None => proem_core::Mode::None,
                 })
                 .collect(),
             body: s.body,

@@ -6,14 +6,14 @@
 //! is stable; the `turn` hook gets the turn and its output is dynamic. The
 //! zone of every section comes from the hook, not from the plugin.
 
-use crate::plugin::hooks::{BuildContext, PluginInfo, RawFile, RawOverlay, RawSection, RawSlot};
-use crate::plugin::sandbox::State;
-use crate::section::Zone;
+use crate::sandbox::State;
+use proem_core::plugin::hooks::{BuildContext, PluginInfo, RawFile, RawOverlay, RawSection, RawSlot};
+use proem_core::section::Zone;
 
 mod generated {
     #![allow(missing_docs)]
     wasmtime::component::bindgen!({
-        path: "../wit/0.2.0",
+        path: "../../wit/0.2.0",
         world: "plugin",
         exports: { default: async },
         // Host functions may trap (a limit, the deadline) instead of answering.
@@ -49,12 +49,12 @@ pub fn add_to_linker(linker: &mut wasmtime::component::Linker<State>) -> wasmtim
     Plugin::add_to_linker::<State, wasmtime::component::HasSelf<State>>(linker, |s| s)
 }
 
-fn mode(m: crate::Mode) -> t::Mode {
+fn mode(m: proem_core::Mode) -> t::Mode {
     match m {
-        crate::Mode::Full => t::Mode::Full,
-        crate::Mode::Task => t::Mode::Task,
-        crate::Mode::Minimal => t::Mode::Minimal,
-        crate::Mode::None => t::Mode::None,
+        proem_core::Mode::Full => t::Mode::Full,
+        proem_core::Mode::Task => t::Mode::Task,
+        proem_core::Mode::Minimal => t::Mode::Minimal,
+        proem_core::Mode::None => t::Mode::None,
     }
 }
 
@@ -149,10 +149,10 @@ fn sections(sections: Vec<t::Section>, zone: Zone) -> Vec<RawSection> {
                 .modes
                 .into_iter()
                 .map(|m| match m {
-                    t::Mode::Full => crate::Mode::Full,
-                    t::Mode::Task => crate::Mode::Task,
-                    t::Mode::Minimal => crate::Mode::Minimal,
-                    t::Mode::None => crate::Mode::None,
+                    t::Mode::Full => proem_core::Mode::Full,
+                    t::Mode::Task => proem_core::Mode::Task,
+                    t::Mode::Minimal => proem_core::Mode::Minimal,
+                    t::Mode::None => proem_core::Mode::None,
                 })
                 .collect(),
             body: s.body,

@@ -1,6 +1,6 @@
 //! `proem inspect`: the build report as tables for people.
 
-use crate::report::{Built, Level};
+use proem_core::report::{Built, Level};
 use std::fmt::Write;
 
 /// Renders the report: totals, sections and files (largest first), plugins
@@ -42,7 +42,7 @@ pub fn table(built: &Built) -> String {
     out.push('\n');
     out.push_str(&grid(&["SECTION", "CHARS", "TOKENS", "ZONE", "SOURCE", "TRUNCATED"], &rows, &[1, 2]));
 
-    let mut files: Vec<(usize, &crate::report::FileReport)> = built.files.iter().enumerate().collect();
+    let mut files: Vec<(usize, &proem_core::report::FileReport)> = built.files.iter().enumerate().collect();
     files.sort_by(|(_, a), (_, b)| {
         b.injected_chars.cmp(&a.injected_chars).then(b.raw_chars.cmp(&a.raw_chars)).then(a.name.cmp(&b.name))
     });
@@ -136,7 +136,7 @@ fn grid(header: &[&str], rows: &[Vec<String>], right: &[usize]) -> String {
 /// `proem plugins`: one row per plugin with id, version, hooks, the
 /// capabilities it asks for, what was granted, where it comes from, and its
 /// status (a load failure's reason is printed below the table).
-pub fn plugins_table(set: &crate::plugin::PluginSet) -> String {
+pub fn plugins_table(set: &proem_core::plugin::PluginSet) -> String {
     let mut rows = Vec::new();
     let mut problems = String::new();
     for p in set.plugins() {
@@ -154,7 +154,9 @@ pub fn plugins_table(set: &crate::plugin::PluginSet) -> String {
                         .capabilities
                         .iter()
                         .map(|c| {
-                            match crate::plugin::GRANT_NAMES.contains(&c.as_str()) && !granted.contains(&c.as_str()) {
+                            match proem_core::plugin::GRANT_NAMES.contains(&c.as_str())
+                                && !granted.contains(&c.as_str())
+                            {
                                 true => format!("{c} (asked, not granted)"),
                                 false => c.clone(),
                             }

@@ -1,7 +1,7 @@
 //! Checks on a plugin binary before anything is compiled: is it wasm, is it a
 //! component, and which plugin API version was it built for.
 
-use crate::plugin::wit;
+use crate::wit;
 
 /// The custom section the SDK stamps with the API version (`0.1.0`).
 pub const API_VERSION_SECTION: &str = "proem:api-version";
@@ -47,13 +47,13 @@ pub fn check(bytes: &[u8]) -> Result<String, String> {
             wasmparser::Payload::CustomSection(reader) if reader.name() == API_VERSION_SECTION => {
                 // The plugin's own bytes: made a printable label here, once.
                 let data = &reader.data()[..reader.data().len().min(4096)];
-                stamped = Some(crate::plugin::hooks::label(&String::from_utf8_lossy(data), 32));
+                stamped = Some(proem_core::plugin::hooks::label(&String::from_utf8_lossy(data), 32));
             }
             wasmparser::Payload::ComponentExportSection(reader) => {
                 for export in reader {
                     let export = export.map_err(|e| format!("malformed component: {e}"))?;
                     if let Some(version) = export.name.0.strip_prefix("proem:plugin/describe@") {
-                        exported.push(crate::plugin::hooks::label(version, 32));
+                        exported.push(proem_core::plugin::hooks::label(version, 32));
                     }
                 }
             }
@@ -75,7 +75,7 @@ pub fn check(bytes: &[u8]) -> Result<String, String> {
     if !foreign.is_empty() {
         return Err(format!(
             "imports `{}`, which proem does not provide (a plugin may import only proem:plugin/… and wasi:…)",
-            foreign.iter().take(8).map(|f| crate::plugin::hooks::label(f, 80)).collect::<Vec<_>>().join("`, `")
+            foreign.iter().take(8).map(|f| proem_core::plugin::hooks::label(f, 80)).collect::<Vec<_>>().join("`, `")
         ));
     }
     Ok(version)
@@ -93,10 +93,10 @@ pub fn interfaces(bytes: &[u8]) -> (Vec<String>, Vec<String>) {
             wasmparser::Payload::ModuleSection { .. } | wasmparser::Payload::ComponentSection { .. } => depth += 1,
             wasmparser::Payload::End(_) => depth = depth.saturating_sub(1),
             wasmparser::Payload::ComponentImportSection(reader) if depth == 0 => {
-                imports.extend(reader.into_iter().flatten().map(|i| crate::plugin::hooks::label(i.name.0, 120)));
+                imports.extend(reader.into_iter().flatten().map(|i| proem_core::plugin::hooks::label(i.name.0, 120)));
             }
             wasmparser::Payload::ComponentExportSection(reader) if depth == 0 => {
-                exports.extend(reader.into_iter().flatten().map(|e| crate::plugin::hooks::label(e.name.0, 120)));
+                exports.extend(reader.into_iter().flatten().map(|e| proem_core::plugin::hooks::label(e.name.0, 120)));
             }
             _ => {}
         }

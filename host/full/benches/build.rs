@@ -1,29 +1,29 @@
 //! proem's benchmarks: every figure in docs/PERFORMANCE.md.
 //!
-//! `cargo bench -p proem-host --bench build` (release build of the library
+//! `cargo bench -p proem-full --bench build` (release build of the library
 //! and the `proem` binary). Prints a Markdown report and writes it, with one
 //! SVG plot per sweep, to `target/proem-bench/`. The reference workload is
 //! `examples/atlas` (~92 KB of markdown, 30 tools, 24 skills, the three
 //! official plugins). Caches live in `target/proem-bench/cache`, never in the
 //! user's ~/.cache. `PROEM_BENCH_QUICK=1` runs a tenth of the iterations.
 
-use proem_host::memo::Caching;
-use proem_host::{Assembler, Config, Turn};
+use proem::{Assembler, Config, Turn};
+use proem_core::memo::Caching;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 fn main() {
-    proem_host::allocator::tune(); // as the proem binary does
-    let out_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/proem-bench");
+    proem_core::allocator::tune(); // as the proem binary does
+    let out_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/proem-bench");
     let cache = out_dir.join("cache");
     std::fs::create_dir_all(&cache).unwrap();
     // SAFETY of set_var: single-threaded here, before any plugin or tokenizer runs.
     std::env::set_var("PROEM_CACHE_DIR", &cache);
     let quick = std::env::var_os("PROEM_BENCH_QUICK").is_some();
     let n = |full: usize| if quick { (full / 10).max(5) } else { full };
-    let atlas = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/atlas");
+    let atlas = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/atlas");
     let mut report = String::new();
     let mut line = |s: String| {
         println!("{s}");
@@ -35,7 +35,8 @@ fn main() {
     // ------------------------------------------------------------ processes
     // First, while this process is small: a child's peak RSS as wait4 reports
     // it can include the parent's pages from before its exec.
-    let proem = env!("CARGO_BIN_EXE_proem");
+    let front = PathBuf::from(env!("CARGO_BIN_EXE_proem-full")).with_file_name("proem");
+    let proem = front.to_str().expect("a UTF-8 target path");
     let turn = reference_turn(&atlas);
     line("## Whole `proem build` processes (examples/atlas)\n".into());
     line("| figure | p50 | p99 | peak RSS (max) |\n|---|---|---|---|".into());
@@ -212,7 +213,7 @@ fn main() {
 
 /// The reference turn: atlas's tools, a Telegram group, a fixed clock.
 fn reference_turn(atlas: &Path) -> Turn {
-    let tools = proem_host::turn::parse_tools(
+    let tools = proem_core::turn::parse_tools(
         &std::fs::read_to_string(atlas.join("tools.json")).unwrap(),
         &atlas.join("tools.json"),
     )
@@ -220,17 +221,17 @@ fn reference_turn(atlas: &Path) -> Turn {
     assert_eq!(tools.len(), 30);
     Turn {
         channel: Some("telegram".into()),
-        chat_kind: Some(proem_host::ChatKind::Group),
+        chat_kind: Some(proem::ChatKind::Group),
         group_title: Some("Workshop crew".into()),
         tools: Some(tools),
-        now: Some(proem_host::turn::parse_now("2026-11-21T09:30:00Z").unwrap()),
+        now: Some(proem_core::turn::parse_now("2026-11-21T09:30:00Z").unwrap()),
         timezone: Some("Europe/Berlin".into()),
         ..Turn::default()
     }
 }
 
 fn turn_without_tools() -> Turn {
-    Turn { now: Some(proem_host::turn::parse_now("2026-11-21T09:30:00Z").unwrap()), ..Turn::default() }
+    Turn { now: Some(proem_core::turn::parse_now("2026-11-21T09:30:00Z").unwrap()), ..Turn::default() }
 }
 
 #[derive(Debug, Clone, Copy)]

@@ -3,7 +3,7 @@
 //! with a new clock each time, and the service's memory after 100,000
 //! requests. The figures in docs/PERFORMANCE.md ("proem serve").
 //!
-//! `cargo bench -p proem-host --bench serve`. Starts the release `proem
+//! `cargo bench -p proem-full --bench serve`. Starts the release `proem
 //! serve examples/atlas` on a free loopback port and drives it with its own
 //! minimal HTTP/1.1 client (keep-alive, one connection per task, a bounded
 //! number of requests), so the client costs little of the 2 cores the
@@ -22,10 +22,10 @@ use tokio::net::TcpStream;
 fn main() {
     let quick = std::env::var_os("PROEM_BENCH_QUICK").is_some();
     let scale = |n: usize| if quick { n / 10 } else { n };
-    let out_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/proem-bench");
+    let out_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/proem-bench");
     std::fs::create_dir_all(out_dir.join("cache")).unwrap();
-    let atlas = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/atlas");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_proem"))
+    let atlas = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/atlas");
+    let mut child = Command::new(PathBuf::from(env!("CARGO_BIN_EXE_proem-full")).with_file_name("proem"))
         .args(["serve", atlas.to_str().unwrap(), "--listen", "127.0.0.1:0", "--queue", "4096"])
         .env("PROEM_CACHE_DIR", out_dir.join("cache"))
         .stdout(Stdio::piped())

@@ -1,0 +1,17 @@
+//! Digests as proem prints them: lowercase hex.
+
+use sha2::{Digest, Sha256};
+
+/// Lowercase hex SHA-256.
+pub fn sha256_hex(text: &str) -> String {
+    hex(&Sha256::digest(text.as_bytes()))
+}
+
+/// Lowercase hex of bytes.
+pub fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    bytes.iter().fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}

@@ -1,0 +1,31 @@
+//! proem's plugin runtime: plugins as WebAssembly components run in
+//! wasmtime, each call in a fresh sandboxed store.
+//!
+//! ```text
+//! runtime::WASMTIME (proem_core::plugin::runtime::Runtime)
+//!   ─ cache      compiled components on disk (checksummed, keyed by the wasm and the engine)
+//!   ─ engine     one Engine, one Linker (WASI p2 + every API version), epoch ticker, instance pool
+//!   ─ call       one hook in a fresh store: deadline, wall-clock timeout, memory limit, verdict
+//!   ─ sandbox    the store's state: WASI context, limiter, the call's clock, host functions
+//!   ─ virtual_io timers and poll in virtual time
+//!   ─ wit/       one module per plugin API version (bindgen and conversions)
+//!   ─ builtin    the official plugins, compiled by build.rs and embedded
+//! ```
+#![warn(missing_docs)]
+
+pub mod binary;
+pub mod builtin;
+pub mod cache;
+pub mod call;
+pub mod engine;
+pub mod runtime;
+pub mod sandbox;
+pub mod virtual_io;
+pub mod wit;
+
+pub use runtime::WASMTIME;
+
+/// Where the build script put the wasm guests it built (the official
+/// plugins, the test fixtures, the example third-party plugin), for tests.
+#[doc(hidden)]
+pub const GUEST_DIR: &str = env!("PROEM_GUEST_DIR");

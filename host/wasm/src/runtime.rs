@@ -1,0 +1,81 @@
+//! [`WASMTIME`]: the runtime that compiles, links and calls plugin
+//! components (the library's and `proem-full`'s; `proem` runs none, see
+//! `proem_core::plugin::runtime`).
+
+use crate::cache;
+use crate::engine;
+use crate::wit::{v0_1, v0_2, Bindings};
+use proem_core::plugin::answers::executable_identity;
+use proem_core::plugin::call::{CallLimits, Outcome, Request};
+use proem_core::plugin::runtime::{LinkResult, Linked, PendingCall, Runtime};
+use proem_core::plugin::sandbox::Sandbox;
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
+
+/// Runs plugins in wasmtime: the runtime of the library and of `proem-full`.
+pub static WASMTIME: Wasmtime = Wasmtime;
+
+/// See [`WASMTIME`].
+pub struct Wasmtime;
+
+impl Runtime for Wasmtime {
+    fn identity(&self) -> Option<u128> {
+        // This executable: a rebuilt or upgraded proem never reads another's answers.
+        static IDENTITY: OnceLock<Option<u128>> = OnceLock::new();
+        *IDENTITY.get_or_init(|| executable_identity(&std::env::current_exe().ok()?))
+    }
+
+    fn runs_code(&self) -> bool {
+        true
+    }
+
+    fn builtin(&self, id: &str) -> Option<&'static [u8]> {
+        crate::builtin::get(id)
+    }
+
+    fn check(&self, wasm: &[u8]) -> Result<String, String> {
+        crate::binary::check(wasm)
+    }
+
+    fn link(&self, wasm: &[u8], api: &str, cache_dir: Option<&Path>) -> LinkResult {
+        let engine = engine::get()?;
+        let (component, origin) = cache::load_or_compile(&engine.engine, wasm, cache_dir)?;
+        let pre = engine
+            .linker
+            .instantiate_pre(&component)
+            .map_err(|e| format!("cannot link against this proem: {}", cache::error_chain(&e)))?;
+        let mismatch = |e: wasmtime::Error| format!("does not match API {api}: {}", cache::error_chain(&e));
+        let bindings = match api.split('.').take(2).collect::<Vec<_>>()[..] {
+            ["0", "1"] => Bindings::V0_1(v0_1::PluginPre::new(pre).map_err(mismatch)?),
+            ["0", "2"] => Bindings::V0_2(v0_2::PluginPre::new(pre).map_err(mismatch)?),
+            _ => return Err(format!("API {api} has no bindings in this proem")),
+        };
+        Ok((Arc::new(bindings), origin))
+    }
+
+    fn run(&self, calls: Vec<PendingCall>, meanwhile: &mut dyn FnMut()) -> Vec<Outcome> {
+        let engine = match engine::get() {
+            Ok(engine) => engine,
+            Err(e) => return calls.iter().map(|_| Outcome::host_failure(e.clone())).collect(),
+        };
+        engine
+            .run_all(calls, meanwhile)
+            .into_iter()
+            .map(|outcome| {
+                outcome.unwrap_or_else(|| Outcome::host_failure("the plugin task ended without an answer".into()))
+            })
+            .collect()
+    }
+}
+
+impl Linked for Bindings {
+    fn call(&self, sandbox: Sandbox, limits: CallLimits, request: Request) -> PendingCall {
+        let bindings = self.clone();
+        Box::pin(async move {
+            match engine::get() {
+                Ok(engine) => crate::call::call(engine, bindings, sandbox, limits, request).await,
+                Err(e) => Outcome::host_failure(e),
+            }
+        })
+    }
+}
