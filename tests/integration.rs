@@ -5,6 +5,7 @@
 
 mod common;
 
+mod architecture;
 mod budget;
 mod cache_boundary;
 mod caching;

@@ -6,7 +6,6 @@
 //! part they share, so `ctx.model`, `ctx.config_str(…)` and
 //! `ctx.tool_names()` read the same on either.
 
-use crate::output::File;
 use serde_json::Value;
 use std::ops::{Deref, DerefMut};
 
@@ -400,5 +399,21 @@ mod tests {
         for (secs, offset, want) in cases {
             assert_eq!(TurnTime::at(secs, offset, "X").rfc3339, want, "{secs}");
         }
+    }
+}
+
+/// A bootstrap file as `agent:bootstrap` hooks see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct File {
+    /// Workspace-relative name (`SOUL.md`, `AGENTS.md`, …).
+    pub name: String,
+    /// Its text; `None` when the file is missing.
+    pub content: Option<String>,
+}
+
+impl File {
+    /// A file with content.
+    pub fn new(name: &str, content: impl Into<String>) -> File {
+        File { name: name.to_string(), content: Some(content.into()) }
     }
 }

@@ -51,9 +51,9 @@ mod output;
 mod wit_glue;
 pub mod workspace;
 
-pub use context::{AgentContext, Budget, Builder, ChatKind, Mode, Session, Skill, Tool, TurnContext, TurnTime};
+pub use context::{AgentContext, Budget, Builder, ChatKind, File, Mode, Session, Skill, Tool, TurnContext, TurnTime};
 pub use glob::{glob_match, matching_tools};
-pub use output::{File, Section, Slot, StableOutput, TurnOutput};
+pub use output::{Section, Slot, StableOutput, TurnOutput};
 /// The JSON library [`Session::config`] is in, so a plugin needs no
 /// serde_json of its own (e.g. `proem_sdk::serde_json::json!` in tests).
 pub use serde_json;

@@ -151,19 +151,3 @@ impl From<Vec<Section>> for TurnOutput {
         TurnOutput { sections, suffix: None }
     }
 }
-
-/// A bootstrap file as `agent:bootstrap` hooks see it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct File {
-    /// Workspace-relative name (`SOUL.md`, `AGENTS.md`, …).
-    pub name: String,
-    /// Its text; `None` when the file is missing.
-    pub content: Option<String>,
-}
-
-impl File {
-    /// A file with content.
-    pub fn new(name: &str, content: impl Into<String>) -> File {
-        File { name: name.to_string(), content: Some(content.into()) }
-    }
-}

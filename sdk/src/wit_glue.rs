@@ -3,8 +3,9 @@
 //! wires to a [`Plugin`].
 
 use crate::__private::Registered;
+use crate::context::File;
 use crate::context::{AgentContext, Budget, ChatKind, Mode, Session, Skill, Tool, TurnContext, TurnTime};
-use crate::output::{File, Section, Slot};
+use crate::output::{Section, Slot};
 use crate::LogLevel;
 use std::marker::PhantomData;
 

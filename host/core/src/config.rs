@@ -6,6 +6,7 @@
 
 use crate::error::ProemError;
 use crate::mode::Mode;
+use crate::paths::check_relative_path;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
@@ -557,7 +558,7 @@ fn lay_over(base: &mut toml::Table, top: toml::Table) {
 impl Config {
     /// Reads and validates a config file.
     pub fn load(path: &Path) -> Result<Config, ProemError> {
-        let source = crate::workspace::read_regular_file(path, MAX_CONFIG_BYTES)
+        let source = crate::disk::read_regular_file(path, MAX_CONFIG_BYTES)
             .map_err(|e| ProemError::config(path, None, None, format!("cannot read the config file: {e}")))?;
         let source = String::from_utf8(source)
             .map_err(|_| ProemError::config(path, None, None, "the config file is not valid UTF-8"))?;
@@ -725,24 +726,6 @@ impl Config {
 /// Where the config for an agent directory lives: `--config` or `<dir>/proem.toml`.
 pub fn config_path(agent_dir: &Path, explicit: Option<&Path>) -> PathBuf {
     explicit.map(Path::to_path_buf).unwrap_or_else(|| agent_dir.join(CONFIG_FILE))
-}
-
-/// A workspace-relative path: no absolute paths, no `..`, not empty.
-pub fn check_relative_path(name: &str) -> Result<(), &'static str> {
-    let p = Path::new(name);
-    if name.trim().is_empty() {
-        return Err("empty path");
-    }
-    if p.is_absolute() || name.starts_with('/') || name.starts_with('\\') {
-        return Err("must be relative to the agent directory");
-    }
-    if p.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
-        return Err("must not contain `..`");
-    }
-    if name.contains('\0') {
-        return Err("contains a NUL byte");
-    }
-    Ok(())
 }
 
 /// The 1-based line of byte `offset` and the dotted key written on that line.

@@ -2,9 +2,9 @@
 
 use sha2::{Digest, Sha256};
 
-/// Lowercase hex SHA-256.
-pub fn sha256_hex(text: &str) -> String {
-    hex(&Sha256::digest(text.as_bytes()))
+/// Lowercase hex SHA-256 of bytes (or of a text's UTF-8).
+pub fn sha256_hex(bytes: impl AsRef<[u8]>) -> String {
+    hex(&Sha256::digest(bytes.as_ref()))
 }
 
 /// Lowercase hex of bytes.

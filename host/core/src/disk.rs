@@ -1,10 +1,11 @@
-//! proem's own files on disk: where its cache folder is, and how every file
-//! in it is written (whole, or not at all).
+//! proem's own files on disk: where its cache folder is, how every file in
+//! it is written (whole, or not at all), and how any file proem opens is
+//! read (without blocking on the open, regular files only, within a size).
 //!
 //! Location: `$PROEM_CACHE_DIR` (empty disables every disk cache), else
 //! `$XDG_CACHE_HOME/proem/components`, else `~/.cache/proem/components`.
 
-use std::io::Write;
+use std::io::{ErrorKind, Read, Write};
 use std::path::{Path, PathBuf};
 
 /// Where compiled components are kept; `None` when caching is off.
@@ -34,4 +35,62 @@ pub fn write_whole(path: &Path, bytes: &[u8], sync: bool) -> std::io::Result<()>
     }
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
+}
+
+/// Open options for reading without blocking on the open: a FIFO, socket
+/// or device opens at once (and is then refused by its `fstat`) instead of
+/// waiting for a writer. Every file proem reads is opened with these.
+pub fn nonblocking_read() -> cap_std::fs::OpenOptions {
+    let mut options = cap_std::fs::OpenOptions::new();
+    options.read(true);
+    cap_std::fs::OpenOptionsExt::custom_flags(&mut options, rustix::fs::OFlags::NONBLOCK.bits() as i32);
+    options
+}
+
+/// Reads a regular file named by the user or kept by proem outside any
+/// workspace (`--config`, `--tools`, cache entries), at most `max_bytes`:
+/// opened without blocking, refused unless `fstat` says it is a regular
+/// file, refused when larger than `max_bytes`. The error is worded for a
+/// message that names the file.
+pub fn read_regular_file(path: &Path, max_bytes: u64) -> std::io::Result<Vec<u8>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file =
+        std::fs::OpenOptions::new().read(true).custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32).open(path)?;
+    let meta = file.metadata()?;
+    if meta.is_dir() {
+        return Err(std::io::Error::other("is a directory, not a file"));
+    }
+    if !meta.is_file() {
+        return Err(std::io::Error::other("is not a regular file (a FIFO, socket or device is never read)"));
+    }
+    if meta.len() > max_bytes {
+        return Err(std::io::Error::other(format!("is {} bytes, over the limit of {max_bytes}", meta.len())));
+    }
+    let file = cap_std::fs::File::from_std(file);
+    read_up_to(file, meta.len(), max_bytes as usize)
+}
+
+/// At most `limit` bytes of `file`, whose size `fstat` gave as `size`. A
+/// file of known size is read to that size without the extra read that
+/// would confirm its end (a file growing meanwhile is read as it was at the
+/// `fstat`); a size of 0 (some special files report that) reads to the end.
+pub(crate) fn read_up_to(mut file: cap_std::fs::File, size: u64, limit: usize) -> std::io::Result<Vec<u8>> {
+    if size == 0 {
+        let mut bytes = Vec::new();
+        file.take(limit as u64).read_to_end(&mut bytes)?;
+        return Ok(bytes);
+    }
+    let want = usize::try_from(size).unwrap_or(usize::MAX).min(limit);
+    let mut bytes = vec![0; want];
+    let mut filled = 0;
+    while filled < want {
+        match file.read(&mut bytes[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    bytes.truncate(filled);
+    Ok(bytes)
 }

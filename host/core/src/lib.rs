@@ -20,6 +20,7 @@ pub mod error;
 pub mod memo;
 pub mod mode;
 pub mod parallel;
+pub mod paths;
 pub mod plugin;
 pub mod render;
 pub mod report;

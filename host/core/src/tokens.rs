@@ -201,7 +201,7 @@ impl TokenCounter {
     /// missing, foreign or corrupt file adds nothing.
     pub fn load(&self, path: &Path) {
         let limit = (32 + MEMO_LIMIT * 20) as u64;
-        let Ok(data) = crate::workspace::read_regular_file(path, limit) else { return };
+        let Ok(data) = crate::disk::read_regular_file(path, limit) else { return };
         let Some(entries) = decode_counts(&data, self.tokenizer) else {
             tracing::warn!(path = %path.display(), "token count cache is not ours or corrupt; ignoring it");
             return;

@@ -130,7 +130,7 @@ pub const MAX_TOOLS_FILE_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Reads and parses a tools file from the host filesystem (a `--tools` flag).
 pub fn load_tools_file(path: &Path) -> Result<Vec<Tool>, ProemError> {
-    let bytes = crate::workspace::read_regular_file(path, MAX_TOOLS_FILE_BYTES)
+    let bytes = crate::disk::read_regular_file(path, MAX_TOOLS_FILE_BYTES)
         .map_err(|e| ProemError::Tools { path: path.to_path_buf(), message: format!("cannot read: {e}") })?;
     let text = String::from_utf8(bytes)
         .map_err(|_| ProemError::Tools { path: path.to_path_buf(), message: "is not valid UTF-8".into() })?;

@@ -4,11 +4,12 @@
 //! it, so a symlink or `..` that leads outside is refused by construction.
 //! proem never writes here: this module has no write path at all.
 
+use crate::disk::nonblocking_read;
 use crate::error::ProemError;
 use crate::report::Diagnostic;
 use crate::text::{clean_owned, split_front_matter, FrontMatter};
 use cap_std::fs::Dir;
-use std::io::{ErrorKind, Read};
+use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
 /// The opened agent directory.
@@ -92,7 +93,7 @@ impl Workspace {
 
     /// Reads a workspace-relative text file, at most `max_bytes` of it.
     pub fn read_text(&self, rel: &str, max_bytes: usize) -> Result<TextFile, Unavailable> {
-        if let Err(why) = crate::config::check_relative_path(rel) {
+        if let Err(why) = crate::paths::check_relative_path(rel) {
             return Err(Unavailable::Refused(format!("{why}; not read")));
         }
         // One capability-checked open (symlinks followed only inside the
@@ -115,7 +116,7 @@ impl Workspace {
         if !meta.is_file() {
             return Err(Unavailable::Unreadable("is not a regular file".into()));
         }
-        let mut bytes = read_up_to(file, meta.len(), max_bytes + 1)
+        let mut bytes = crate::disk::read_up_to(file, meta.len(), max_bytes + 1)
             .map_err(|e| Unavailable::Unreadable(format!("read failed: {e}")))?;
         let cut_at_limit = bytes.len() > max_bytes;
         bytes.truncate(max_bytes);
@@ -133,64 +134,6 @@ impl Workspace {
         names.sort();
         names
     }
-}
-
-/// Open options for reading without blocking on the open: a FIFO, socket
-/// or device opens at once (and is then refused by its `fstat`) instead of
-/// waiting for a writer. Every file proem reads is opened with these.
-pub fn nonblocking_read() -> cap_std::fs::OpenOptions {
-    let mut options = cap_std::fs::OpenOptions::new();
-    options.read(true);
-    cap_std::fs::OpenOptionsExt::custom_flags(&mut options, rustix::fs::OFlags::NONBLOCK.bits() as i32);
-    options
-}
-
-/// Reads a regular file named by the user or kept by proem outside any
-/// workspace (`--config`, `--tools`, cache entries), at most `max_bytes`:
-/// opened without blocking, refused unless `fstat` says it is a regular
-/// file, refused when larger than `max_bytes`. The error is worded for a
-/// message that names the file.
-pub fn read_regular_file(path: &Path, max_bytes: u64) -> std::io::Result<Vec<u8>> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let file =
-        std::fs::OpenOptions::new().read(true).custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32).open(path)?;
-    let meta = file.metadata()?;
-    if meta.is_dir() {
-        return Err(std::io::Error::other("is a directory, not a file"));
-    }
-    if !meta.is_file() {
-        return Err(std::io::Error::other("is not a regular file (a FIFO, socket or device is never read)"));
-    }
-    if meta.len() > max_bytes {
-        return Err(std::io::Error::other(format!("is {} bytes, over the limit of {max_bytes}", meta.len())));
-    }
-    let file = cap_std::fs::File::from_std(file);
-    read_up_to(file, meta.len(), max_bytes as usize)
-}
-
-/// At most `limit` bytes of `file`, whose size `fstat` gave as `size`. A
-/// file of known size is read to that size without the extra read that
-/// would confirm its end (a file growing meanwhile is read as it was at the
-/// `fstat`); a size of 0 (some special files report that) reads to the end.
-fn read_up_to(mut file: cap_std::fs::File, size: u64, limit: usize) -> std::io::Result<Vec<u8>> {
-    if size == 0 {
-        let mut bytes = Vec::new();
-        file.take(limit as u64).read_to_end(&mut bytes)?;
-        return Ok(bytes);
-    }
-    let want = usize::try_from(size).unwrap_or(usize::MAX).min(limit);
-    let mut bytes = vec![0; want];
-    let mut filled = 0;
-    while filled < want {
-        match file.read(&mut bytes[filled..]) {
-            Ok(0) => break,
-            Ok(n) => filled += n,
-            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    bytes.truncate(filled);
-    Ok(bytes)
 }
 
 fn classify_open_error(e: &std::io::Error, is_link: bool) -> Unavailable {

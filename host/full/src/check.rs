@@ -35,7 +35,7 @@ pub fn check(path: &Path) -> CheckReport {
 /// The checks, written to `text`: `Err` is a problem that stops them,
 /// `Ok` counts the problems found after loading.
 fn run(path: &Path, text: &mut String) -> Result<usize, String> {
-    let bytes = proem_core::workspace::read_regular_file(path, proem_core::plugin::set::MAX_PLUGIN_BYTES)
+    let bytes = proem_core::disk::read_regular_file(path, proem_core::plugin::set::MAX_PLUGIN_BYTES)
         .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
     let _ = writeln!(text, "file     {} ({} bytes)", path.display(), bytes.len());
     let api = binary::check(&bytes)?;

@@ -67,7 +67,7 @@ impl Plan {
     /// Writes the binary and the entry, `note` as a comment above it.
     pub fn install(self, bytes: &[u8], note: &str) -> Result<Installed, String> {
         binary::check(bytes)?;
-        let sha256 = crate::oci::sha256_hex(bytes);
+        let sha256 = proem_core::digest::sha256_hex(bytes);
         let target = self.agent_dir.join(&self.relative);
         write_new(&target, bytes)?;
         let mut text = self.existing.clone().unwrap_or_default();
@@ -98,7 +98,7 @@ impl Plan {
 /// Adds the local plugin file `file` to the agent at `agent_dir`; `id`
 /// defaults to the plugin's own id from `describe`.
 pub fn add(file: &Path, agent_dir: &Path, id: Option<&str>) -> Result<Installed, String> {
-    let bytes = proem_core::workspace::read_regular_file(file, proem_core::plugin::set::MAX_PLUGIN_BYTES)
+    let bytes = proem_core::disk::read_regular_file(file, proem_core::plugin::set::MAX_PLUGIN_BYTES)
         .map_err(|e| format!("{}: cannot read: {e}", file.display()))?;
     binary::check(&bytes).map_err(|e| format!("{}: {e}", file.display()))?;
     let id = match id {

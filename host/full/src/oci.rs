@@ -106,11 +106,6 @@ fn runtime() -> Result<tokio::runtime::Runtime, String> {
         .map_err(|e| format!("cannot start the network runtime: {e}"))
 }
 
-/// The sha256 of `bytes` as lowercase hex.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    proem_core::digest::hex(&Sha256::digest(bytes))
-}
-
 /// What a push did.
 #[derive(Debug, Clone)]
 pub struct Pushed {
@@ -124,10 +119,10 @@ pub struct Pushed {
 /// plugin this proem can load.
 pub fn push(file: &Path, reference: &str) -> Result<Pushed, String> {
     let target = OciRef::parse(reference)?;
-    let bytes = proem_core::workspace::read_regular_file(file, proem_core::plugin::set::MAX_PLUGIN_BYTES)
+    let bytes = proem_core::disk::read_regular_file(file, proem_core::plugin::set::MAX_PLUGIN_BYTES)
         .map_err(|e| format!("{}: cannot read: {e}", file.display()))?;
     let api = binary::check(&bytes).map_err(|e| format!("{}: {e}", file.display()))?;
-    let sha256 = sha256_hex(&bytes);
+    let sha256 = proem_core::digest::sha256_hex(&bytes);
     let config = serde_json::json!({
         "architecture": "wasm",
         "os": "wasip2",

@@ -29,7 +29,7 @@ const MAX_ENTRY_BYTES: u64 = 1024 * 1024 * 1024;
 pub fn entry_path(dir: &Path, engine: &Engine, wasm: &[u8]) -> PathBuf {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     engine.precompile_compatibility_hash().hash(&mut h);
-    dir.join(format!("{}-{:016x}.cwasm", proem_core::digest::hex(&Sha256::digest(wasm)), h.finish()))
+    dir.join(format!("{}-{:016x}.cwasm", proem_core::digest::sha256_hex(wasm), h.finish()))
 }
 
 /// Loads `wasm` from the cache or compiles it (and caches the result).
@@ -50,7 +50,7 @@ pub fn load_or_compile(engine: &Engine, wasm: &[u8], dir: Option<&Path>) -> Resu
 }
 
 fn read_entry(engine: &Engine, path: &Path) -> Option<Component> {
-    let data = proem_core::workspace::read_regular_file(path, MAX_ENTRY_BYTES).ok()?;
+    let data = proem_core::disk::read_regular_file(path, MAX_ENTRY_BYTES).ok()?;
     if data.len() < HEADER || &data[..8] != MAGIC {
         tracing::warn!(path = %path.display(), "component cache entry is not ours or truncated; recompiling");
         return None;

@@ -110,7 +110,7 @@ impl Answers {
 
     /// The entry kept under `key`, if it is whole and readable.
     pub fn get<T: DeserializeOwned>(&self, key: u128) -> Option<T> {
-        let data = crate::workspace::read_regular_file(&self.path(key), MAX_ENTRY_BYTES).ok()?;
+        let data = crate::disk::read_regular_file(&self.path(key), MAX_ENTRY_BYTES).ok()?;
         let payload = decode(&data)?;
         match serde_json::from_slice(payload) {
             Ok(value) => Some(value),

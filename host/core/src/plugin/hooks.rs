@@ -504,7 +504,7 @@ pub fn validate_files(raw: Vec<RawFile>, caps: OutputCaps) -> Result<Vec<RawFile
     for f in &raw {
         let bad = f.name.len() > 128
             || f.name.chars().any(|c| c != ' ' && crate::text::is_invisible(c))
-            || crate::config::check_relative_path(&f.name).is_err()
+            || crate::paths::check_relative_path(&f.name).is_err()
             || f.name.ends_with('/');
         if bad {
             return Err(format!("file name {:?} is not a workspace-relative path", shorten(&f.name)));

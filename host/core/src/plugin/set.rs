@@ -22,7 +22,6 @@ use crate::report::{Diagnostic, PluginReport};
 use crate::section::Section;
 use crate::sync::Lock;
 use crate::tokens::Tokenizer;
-use sha2::{Digest, Sha256};
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -276,7 +275,7 @@ impl PluginSet {
                 }
                 let digest = match wasm.identity.strip_prefix("sha256:") {
                     Some(digest) => digest.to_string(),
-                    None => crate::digest::hex(&Sha256::digest(&wasm.bytes)),
+                    None => crate::digest::sha256_hex(&wasm.bytes),
                 };
                 if !digest.eq_ignore_ascii_case(pin) {
                     return Err(ProemError::Plugin {
@@ -937,7 +936,7 @@ fn prepare(config: &PluginConfig, agent_dir: &Path, runtime: &dyn Runtime) -> (L
             }
         }
         (None, Some(path)) => read_plugin_file(agent_dir, path).map(|bytes| Wasm {
-            identity: format!("sha256:{}", crate::digest::hex(&Sha256::digest(&bytes))),
+            identity: format!("sha256:{}", crate::digest::sha256_hex(&bytes)),
             bytes: Cow::Owned(bytes),
         }),
         (None, None) => Err("no source or path".into()),
@@ -959,7 +958,7 @@ fn read_plugin_file(agent_dir: &Path, path: &str) -> Result<Vec<u8>, String> {
     // Opened without blocking, so a FIFO named as a plugin is refused by the
     // regular-file check below instead of hanging `build` and `plugins`.
     let file = dir
-        .open_with(path, &crate::workspace::nonblocking_read())
+        .open_with(path, &crate::disk::nonblocking_read())
         .map_err(|e| format!("{shown}: cannot read the plugin: {e}"))?;
     let meta = file.metadata().map_err(|e| format!("{shown}: {e}"))?;
     if !meta.is_file() {
