@@ -5,6 +5,7 @@
 
 mod common;
 
+mod arithmetic;
 mod budget;
 mod cache_boundary;
 mod caching;

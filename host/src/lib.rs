@@ -16,6 +16,7 @@
 pub mod allocator;
 pub mod assembler;
 pub mod bootstrap;
+pub mod bounds;
 pub mod bpe;
 pub mod budget;
 #[doc(hidden)]

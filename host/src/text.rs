@@ -242,7 +242,7 @@ pub fn one_line(text: &str, max_chars: usize) -> String {
     // Work in proportion to the cap, not to the input: a few characters
     // past the cap are enough to know the result is cut.
     let text = prefix_chars(text, max_chars.saturating_mul(8).saturating_add(16));
-    let mut out = String::with_capacity(text.len().min(max_chars * 4));
+    let mut out = String::with_capacity(text.len().min(max_chars.saturating_mul(4)));
     let mut pending_space = false;
     if text.is_ascii() {
         // The same rule, a byte at a time (an ASCII byte is its own char).
