@@ -654,6 +654,17 @@ impl Config {
                 if let Err(why) = check_relative_path(name) {
                     return fail("bootstrap", key, format!("{name:?}: {why}"));
                 }
+                let canonical = crate::bootstrap::canonical_name(name);
+                if canonical != name.as_str() {
+                    return fail(
+                        "bootstrap",
+                        key,
+                        format!(
+                            "{name:?} names the file {canonical:?} in another spelling (spaces, `./`, case): \
+                             write {canonical:?}, so that one file is never read twice or out of its place"
+                        ),
+                    );
+                }
             }
         }
         if let Some(file) = &self.tools.file {
