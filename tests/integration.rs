@@ -18,6 +18,7 @@ mod example_agent;
 mod executables;
 mod hardening;
 mod hostile;
+mod input_rules;
 mod oci;
 mod plugin_api_v0_2;
 mod plugins;
