@@ -16,6 +16,7 @@ mod contributed;
 mod determinism;
 mod example_agent;
 mod executables;
+mod fuzz_corpus;
 mod hardening;
 mod hostile;
 mod input_rules;

@@ -24,6 +24,8 @@ pub mod cli;
 pub mod config;
 pub mod core_sections;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzz_checks;
 pub mod inspect;
 pub mod memo;
 pub mod mode;
