@@ -239,7 +239,7 @@ fn the_loader_reads_a_standard_file_once_whatever_the_spelling() {
     config.bootstrap.extra_files = vec!["./SOUL.md".into(), " soul.md".into(), "Memory.md".into()];
     let built = Assembler::with_config(agent.path(), config).unwrap().build(&turn()).unwrap();
     let names: Vec<&str> = built.files.iter().map(|f| f.name.as_str()).collect();
-    assert_eq!(names.iter().filter(|n| n.eq_ignore_ascii_case(&"soul.md")).count(), 1, "{names:?}");
+    assert_eq!(names.iter().filter(|n| n.eq_ignore_ascii_case("soul.md")).count(), 1, "{names:?}");
     assert_eq!(built.prompt.matches("<context_file name=\"SOUL.md\">").count(), 1);
 }
 

@@ -15,9 +15,12 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::OnceLock;
 
+/// A target's check: panics when an invariant breaks on these bytes.
+pub type Check = fn(&[u8]);
+
 /// Every target's name and check (the `aieos` target's check lives in the
 /// aieos-identity plugin crate, which the host does not depend on).
-pub const TARGETS: [(&str, fn(&[u8])); 5] = [
+pub const TARGETS: [(&str, Check); 5] = [
     ("config", config),
     ("workspace_file", workspace_file),
     ("truncate", truncate),
