@@ -4,16 +4,18 @@
 //! keys and wrong types are errors naming the file, the key and the line:
 //! a typo must never silently fall back to a default.
 
+use crate::bounds::{self, Bound};
 use crate::error::ProemError;
 use crate::mode::Mode;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 /// The file name looked up in the agent directory.
 pub const CONFIG_FILE: &str = "proem.toml";
 
-/// The whole configuration.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+/// The whole configuration. It serialises to the same keys it reads, so
+/// every key and its default can be listed (the tests sweep every number).
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     /// `[agent]`
@@ -42,7 +44,7 @@ pub struct Config {
 
 /// Open agents treat their files as user-editable context; predefined agents
 /// treat them as operator configuration.
-#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum AgentKind {
     /// Files wrapped in `<context_file>`.
@@ -53,7 +55,7 @@ pub enum AgentKind {
 }
 
 /// `[agent]`
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct AgentConfig {
     /// Agent id; defaults to the agent directory's name.
@@ -81,7 +83,7 @@ pub struct AgentConfig {
 }
 
 /// What `none` mode keeps.
-#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum NoneMode {
     /// GoClaw's `none`: identity, tooling, safety, workspace, runtime, the
@@ -95,7 +97,7 @@ pub enum NoneMode {
 /// A set of defaults that reproduces another system's prompt structure.
 /// Each is a TOML document (`host/src/presets/`) laid under the agent's
 /// proem.toml: what the agent sets wins, key by key.
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum Preset {
     /// OpenClaw.
@@ -129,7 +131,7 @@ impl Preset {
 /// What the prompt says about files cut to fit (OpenClaw's truncation
 /// warning, without the state "once per session" would need: "once" is
 /// about each file cut to nothing).
-#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum TruncationNotice {
     /// Only the head/tail marker inside a cut file.
@@ -142,7 +144,7 @@ pub enum TruncationNotice {
 }
 
 /// How a missing standard file shows in the prompt.
-#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum MissingMarker {
     /// Skipped (GoClaw).
@@ -171,7 +173,7 @@ impl Default for AgentConfig {
 
 /// `[skills]`: which skills are listed, where they come from, how much of
 /// the prompt they may take.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct SkillsConfig {
     /// Only these skills (by name, ignoring case) are listed; unset: all.
@@ -191,7 +193,7 @@ pub struct SkillsConfig {
 
 /// `[team]`: GoClaw's team context. When it names members or delegates,
 /// the `team` section lists them and the spawn section gives way to it.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct TeamConfig {
     /// The team roster.
@@ -204,7 +206,7 @@ pub struct TeamConfig {
 }
 
 /// One member of `[team] members`.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct TeamMember {
     /// Their name or agent id.
@@ -231,7 +233,7 @@ impl TeamConfig {
 }
 
 /// `[sessions]`: how sub-agent and heartbeat sessions are prompted.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct SessionsConfig {
     /// The mode a sub-agent session (`…:subagent:…` key) is capped at
@@ -251,7 +253,7 @@ pub struct SessionsConfig {
 }
 
 /// How the agent writes times.
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
 pub enum Clock {
     /// 14:30.
     #[serde(rename = "24h")]
@@ -274,7 +276,7 @@ impl Default for SessionsConfig {
 }
 
 /// `[provider]`
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct ProviderConfig {
     /// Provider name (`openai`, `anthropic`, …): selects overlays.
@@ -284,7 +286,7 @@ pub struct ProviderConfig {
 }
 
 /// `[budget]`
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct BudgetConfig {
     /// Whole-prompt token budget; see [`BudgetConfig::tokens`] for the
@@ -340,7 +342,7 @@ impl Default for BudgetConfig {
 }
 
 /// `[bootstrap]`
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct BootstrapConfig {
     /// More workspace files to inject, relative to the agent directory.
@@ -386,7 +388,7 @@ impl Default for BootstrapConfig {
 }
 
 /// `[tools]`
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct ToolsConfig {
     /// A tools JSON file relative to the agent directory, used when the turn
@@ -426,7 +428,7 @@ impl Default for ToolsConfig {
 }
 
 /// `[sandbox]`: how the agent's own tools run (not proem's plugin sandbox).
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct SandboxConfig {
     /// The agent's tools run in a container (default false).
@@ -445,7 +447,7 @@ pub struct SandboxConfig {
 }
 
 /// How the sandbox container sees the workspace.
-#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum SandboxAccess {
     /// Read and write.
@@ -471,7 +473,7 @@ impl Default for SandboxConfig {
 }
 
 /// `[runtime]`: fields of the runtime line.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct RuntimeConfig {
     /// Host name shown in the runtime line; omitted when unset.
@@ -494,7 +496,7 @@ pub struct RuntimeConfig {
 }
 
 /// One `[[plugins]]` entry.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct PluginConfig {
     /// The plugin's id.
@@ -630,11 +632,11 @@ impl Config {
                 "head_ratio and tail_ratio are both 0: nothing would be kept of a long file".into(),
             );
         }
-        if b.context_window == Some(0) {
-            return fail("budget", "context_window", "the context window must be at least 1 token".into());
-        }
-        if b.tokens == Some(0) {
-            return fail("budget", "tokens", "the token budget must be at least 1".into());
+        for (bound, value) in self.numbers() {
+            if let Err(why) = value.map_or(Ok(0), |v| bound.check_usize(v)) {
+                let (table, key) = bound.name.split_once('.').unwrap_or(("", bound.name));
+                return fail(table, key, format!("{why}; set a value in that range"));
+            }
         }
         if let Some(t) = &b.tokenizer {
             if crate::tokens::Tokenizer::from_name(t).is_none() {
@@ -651,6 +653,17 @@ impl Config {
             for name in list {
                 if let Err(why) = check_relative_path(name) {
                     return fail("bootstrap", key, format!("{name:?}: {why}"));
+                }
+                let canonical = crate::bootstrap::canonical_name(name);
+                if canonical != name.as_str() {
+                    return fail(
+                        "bootstrap",
+                        key,
+                        format!(
+                            "{name:?} names the file {canonical:?} in another spelling (spaces, `./`, case): \
+                             write {canonical:?}, so that one file is never read twice or out of its place"
+                        ),
+                    );
                 }
             }
         }
@@ -673,13 +686,13 @@ impl Config {
             if let Err(why) = crate::plugin::Grants::parse(&p.grants) {
                 return err(format!("grants: {why}"));
             }
-            for (key, value, range) in [
-                ("memory_mib", p.memory_mib, 1..=4096),
-                ("deadline_ms", p.deadline_ms, 1..=60_000),
-                ("output_kib", p.output_kib, 1..=1024),
+            for (bound, value) in [
+                (bounds::PLUGIN_MEMORY_MIB, p.memory_mib),
+                (bounds::PLUGIN_DEADLINE_MS, p.deadline_ms),
+                (bounds::PLUGIN_OUTPUT_KIB, p.output_kib),
             ] {
-                if let Some(v) = value.filter(|v| !range.contains(v)) {
-                    return err(format!("{key} = {v} is outside {}..={}", range.start(), range.end()));
+                if let Some(Err(why)) = value.map(|v| bound.check(v.into())) {
+                    return err(format!("{} = {why}", bound.name));
                 }
             }
             if let Some(pin) = &p.sha256 {
@@ -708,6 +721,23 @@ impl Config {
             }
         }
         Ok(())
+    }
+
+    /// Every whole-number key but the plugins' (checked per entry), with
+    /// its bound and value (`None`: unset). Each is checked at load
+    /// ([`crate::bounds`]), so what proem computes from them cannot overflow.
+    fn numbers(&self) -> [(Bound, Option<usize>); 8] {
+        let (b, bootstrap) = (&self.budget, &self.bootstrap);
+        [
+            (bounds::BUDGET_TOKENS, b.tokens),
+            (bounds::CONTEXT_WINDOW, b.context_window),
+            (bounds::PER_FILE_CHARS, Some(b.per_file_chars)),
+            (bounds::TOTAL_FILE_CHARS, Some(b.total_file_chars)),
+            (bounds::DYNAMIC_RESERVE, Some(b.dynamic_reserve)),
+            (bounds::MAX_FILE_BYTES_KEY, Some(bootstrap.max_file_bytes)),
+            (bounds::SKILLS_MAX_TOKENS, self.skills.max_tokens),
+            (bounds::MCP_INLINE_MAX, Some(self.tools.mcp_inline_max)),
+        ]
     }
 
     /// The agent id: configured, else the directory name, else `agent`.

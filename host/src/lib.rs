@@ -16,6 +16,7 @@
 pub mod allocator;
 pub mod assembler;
 pub mod bootstrap;
+pub mod bounds;
 pub mod bpe;
 pub mod budget;
 #[doc(hidden)]
@@ -23,6 +24,8 @@ pub mod cli;
 pub mod config;
 pub mod core_sections;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzz_checks;
 pub mod inspect;
 pub mod memo;
 pub mod mode;
