@@ -6,6 +6,7 @@
 mod common;
 
 mod architecture;
+mod arithmetic;
 mod budget;
 mod cache_boundary;
 mod caching;
@@ -16,8 +17,10 @@ mod contributed;
 mod determinism;
 mod example_agent;
 mod executables;
+mod fuzz_corpus;
 mod hardening;
 mod hostile;
+mod input_rules;
 mod oci;
 mod plugin_api_v0_2;
 mod plugins;

@@ -11,6 +11,7 @@
 //! the same.
 
 use clap::{Args, Parser, Subcommand};
+use proem_core::bounds::{self, Bound};
 use proem_core::plugin::runtime::{AnswersOnly, Runtime};
 use proem_core::render::Format;
 use proem_core::request::{BuildRequest, ToolsInput};
@@ -81,18 +82,20 @@ pub enum Command {
         /// Allow a non-loopback --listen without a token.
         #[arg(long)]
         insecure: bool,
-        /// Builds running at once [default: twice the cores].
-        #[arg(long, value_name = "N")]
+        /// Builds running at once, 1 to 4096 [default: twice the cores].
+        #[arg(long, value_name = "N", value_parser = within(bounds::SERVE_CONCURRENT))]
         concurrent: Option<usize>,
-        /// Requests waiting for a build slot before new ones get 503 with Retry-After.
-        #[arg(long, value_name = "N", default_value_t = 256)]
+        /// Requests waiting for a build slot before new ones get 503 with
+        /// Retry-After (0 to 1,000,000).
+        #[arg(long, value_name = "N", default_value_t = 256, value_parser = within(bounds::SERVE_QUEUE))]
         queue: usize,
-        /// The largest request body in bytes (over it: 413).
-        #[arg(long, value_name = "BYTES", default_value_t = 4 * 1024 * 1024)]
+        /// The largest request body in bytes (over it: 413), at most 1 GiB.
+        #[arg(long, value_name = "BYTES", default_value_t = 4 * 1024 * 1024, value_parser = within(bounds::SERVE_MAX_BODY))]
         max_body: usize,
         /// A request's deadline in milliseconds, from its first byte: a body
-        /// still arriving then is a 408, a build still queued or running a 503.
-        #[arg(long, value_name = "MS", default_value_t = 10_000)]
+        /// still arriving then is a 408, a build still queued or running a 503
+        /// (1 to 86,400,000: a day).
+        #[arg(long, value_name = "MS", default_value_t = 10_000, value_parser = within_u64(bounds::SERVE_TIMEOUT_MS))]
         timeout_ms: u64,
     },
     /// Work on a plugin binary: `proem plugin check FILE.wasm`.
@@ -246,9 +249,19 @@ pub struct TurnArgs {
     /// IANA time zone for the date (default: UTC).
     #[arg(long, value_name = "TZ")]
     pub timezone: Option<String>,
-    /// Whole-prompt token budget (overrides [budget] tokens).
-    #[arg(long, value_name = "TOKENS")]
+    /// Whole-prompt token budget (overrides [budget] tokens): 1 to 1,000,000,000.
+    #[arg(long, value_name = "TOKENS", value_parser = within(bounds::BUDGET_TOKENS))]
     pub budget: Option<usize>,
+}
+
+/// A flag's parser: a whole number within `bound` (the error names the range).
+fn within(bound: Bound) -> impl Fn(&str) -> Result<usize, String> + Clone + Send + Sync + 'static {
+    move |text| bound.parse_usize(text)
+}
+
+/// [`within`] for a `u64` flag.
+fn within_u64(bound: Bound) -> impl Fn(&str) -> Result<u64, String> + Clone + Send + Sync + 'static {
+    move |text| bound.parse_u64(text)
 }
 
 fn parse_mode(s: &str) -> Result<Mode, String> {
@@ -257,6 +270,41 @@ fn parse_mode(s: &str) -> Result<Mode, String> {
 
 /// The address `proem serve` listens on unless told otherwise: loopback only.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7878";
+
+/// Every flag that takes a number, as (subcommand path, `--flag`), read off
+/// the command line's definition: what the tests sweep with extreme values.
+#[doc(hidden)]
+pub fn numeric_flags() -> Vec<(Vec<String>, String)> {
+    fn walk(command: &clap::Command, path: &mut Vec<String>, out: &mut Vec<(Vec<String>, String)>) {
+        use std::any::TypeId;
+        let numbers = [
+            TypeId::of::<usize>(),
+            TypeId::of::<u64>(),
+            TypeId::of::<u32>(),
+            TypeId::of::<u16>(),
+            TypeId::of::<u8>(),
+            TypeId::of::<isize>(),
+            TypeId::of::<i64>(),
+            TypeId::of::<i32>(),
+            TypeId::of::<f64>(),
+            TypeId::of::<f32>(),
+        ];
+        for arg in command.get_arguments() {
+            let takes = arg.get_value_parser().type_id();
+            if let (true, Some(long)) = (numbers.iter().any(|n| takes == *n), arg.get_long()) {
+                out.push((path.clone(), format!("--{long}")));
+            }
+        }
+        for sub in command.get_subcommands() {
+            path.push(sub.get_name().to_string());
+            walk(sub, path, out);
+            path.pop();
+        }
+    }
+    let mut out = Vec::new();
+    walk(&<Cli as clap::CommandFactory>::command(), &mut Vec::new(), &mut out);
+    out
+}
 
 /// The executable `proem` hands commands to, beside it.
 pub const FULL: &str = "proem-full";

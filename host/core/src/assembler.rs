@@ -280,7 +280,7 @@ impl Assembler {
             Some(ChatKind::Group) => 2,
         });
         h.opt(turn.group_title.as_deref()).opt(turn.extra.as_deref()).opt(turn.timezone.as_deref());
-        h.num(turn.budget.map(|b| b as u64 + 1).unwrap_or(0)).num(turn.owners.len() as u64);
+        h.num(u64::from(turn.budget.is_some())).num(turn.budget.unwrap_or(0) as u64).num(turn.owners.len() as u64);
         for o in &turn.owners {
             h.str(o);
         }
@@ -419,9 +419,7 @@ impl Assembler {
         let extra =
             turn.extra.as_deref().map(|e| neutralize(clean_owned(e.to_string()).trim())).filter(|e| !e.is_empty());
         let budget_tokens = turn.budget.unwrap_or(config.budget.tokens());
-        if budget_tokens == 0 {
-            return Err(ProemError::input("--budget", "the token budget must be at least 1"));
-        }
+        crate::bounds::BUDGET_TOKENS.check_usize(budget_tokens).map_err(|why| ProemError::input("--budget", why))?;
 
         let ctx = (!self.plugins.is_empty()).then(|| BuildContext {
             agent_id: agent_id.clone(),

@@ -11,20 +11,15 @@ use crate::section::ids;
 use crate::text::{char_len, neutralize_cow, one_line, xml_escape};
 use crate::truncate::head_tail;
 use crate::workspace::{strip_front_matter, Unavailable, Workspace};
+
+pub use crate::file_names::{canonical_name, MEMORY_ALTERNATIVE, OPTIONAL_FILES, STANDARD_FILES};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-/// The standard files, in load order.
-pub const STANDARD_FILES: [&str; 8] =
-    ["AGENTS.md", "SOUL.md", "IDENTITY.md", "USER.md", "TOOLS.md", "HEARTBEAT.md", "BOOTSTRAP.md", "MEMORY.md"];
-
-/// GoClaw's further workspace files, read after the standard ones when
-/// present (no row in the report when absent).
-pub const OPTIONAL_FILES: [&str; 3] = ["USER_PREDEFINED.md", "CAPABILITIES.md", "MEMORY.json"];
-
 /// The memory files, which `[bootstrap] memory_in_group_chats = false`
 /// keeps out of group chats.
-const MEMORY_FILES: [&str; 3] = ["MEMORY.md", "memory.md", "MEMORY.json"];
+const MEMORY_FILES: [&str; 3] = ["MEMORY.md", MEMORY_ALTERNATIVE, "MEMORY.json"];
 
 /// Below this many characters left in the total file cap, no further file is injected.
 pub const MIN_REMAINING_CHARS: usize = 64;
@@ -107,9 +102,9 @@ impl FileGroup {
     }
 }
 
-/// The group a file name belongs to.
+/// The group a file name belongs to (by its [`canonical_name`]).
 pub fn group_of(name: &str) -> FileGroup {
-    match name {
+    match &*canonical_name(name) {
         "SOUL.md" | "IDENTITY.md" => FileGroup::Persona,
         // BOOTSTRAP.md is deleted after onboarding: above the boundary it
         // would cost every operator a cache miss that day.
@@ -123,7 +118,8 @@ pub fn group_of(name: &str) -> FileGroup {
 /// rewrite the list are put back into it.
 pub fn load_order(name: &str) -> (usize, &str) {
     let known = STANDARD_FILES.iter().chain(OPTIONAL_FILES.iter());
-    (known.clone().position(|s| *s == name).unwrap_or(known.count()), name)
+    let canonical = canonical_name(name);
+    (known.clone().position(|s| *s == canonical).unwrap_or(known.count()), name)
 }
 
 /// Loads the bootstrap files for a session: the standard list, then the
@@ -135,11 +131,13 @@ pub fn load(
     group_chat: bool,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Vec<BootstrapFile> {
-    let mut extras: Vec<&String> = config
+    // A listed standard file, in any spelling, is read once, as itself.
+    let mut extras: Vec<Cow<'_, str>> = config
         .bootstrap
         .extra_files
         .iter()
-        .filter(|n| !STANDARD_FILES.contains(&n.as_str()) && !OPTIONAL_FILES.contains(&n.as_str()))
+        .map(|n| canonical_name(n))
+        .filter(|n| !STANDARD_FILES.contains(&&**n) && !OPTIONAL_FILES.contains(&&**n) && n != MEMORY_ALTERNATIVE)
         .collect();
     extras.sort();
     extras.dedup();
@@ -150,12 +148,12 @@ pub fn load(
         .copied()
         .chain(OPTIONAL_FILES.iter().copied())
         .chain(team_file.as_deref())
-        .chain(extras.iter().map(|s| s.as_str()));
+        .chain(extras.iter().map(|s| &**s));
     let no_memory = group_chat && !config.bootstrap.memory_in_group_chats;
     let allow = &config.bootstrap.subagent_allowlist;
     let mut files = Vec::new();
     for name in names {
-        if session.uses_file_allowlist() && !allow.iter().any(|a| a == name) {
+        if session.uses_file_allowlist() && !allow.iter().any(|a| canonical_name(a) == name) {
             continue;
         }
         // HEARTBEAT.md is for heartbeat turns only (OpenClaw), or never.
@@ -170,10 +168,10 @@ pub fn load(
         let mut read = ws.read_text(name, config.bootstrap.max_file_bytes);
         let mut shown_name = name.to_string();
         if name == "MEMORY.md" && read == Err(Unavailable::Missing) {
-            let lower = ws.read_text("memory.md", config.bootstrap.max_file_bytes);
+            let lower = ws.read_text(MEMORY_ALTERNATIVE, config.bootstrap.max_file_bytes);
             if lower.is_ok() {
                 read = lower;
-                shown_name = "memory.md".into();
+                shown_name = MEMORY_ALTERNATIVE.into();
             }
         }
         let text = match read {

@@ -195,8 +195,9 @@ fn turn_one_knob(
         let tokens = counter.count(&extra.body).max(1);
         let full = inputs.turn.extra.as_deref().map(crate::text::char_len).unwrap_or(0);
         let current = knobs.extra_chars.unwrap_or(full).min(full);
-        let keep = (current as f64 * (tokens.saturating_sub(excess + 32)) as f64 / tokens as f64) as usize;
-        if tokens > excess + 32 && keep >= MIN_EXTRA_CHARS && keep < current {
+        let margin = excess.saturating_add(32);
+        let keep = (current as f64 * (tokens.saturating_sub(margin)) as f64 / tokens as f64) as usize;
+        if tokens > margin && keep >= MIN_EXTRA_CHARS && keep < current {
             knobs.extra_chars = Some(keep);
         } else {
             knobs.dropped.insert(core_key(ids::EXTRA_CONTEXT));
@@ -219,7 +220,7 @@ fn turn_one_knob(
         let chars = file.report.injected_chars;
         let tokens = counter.count(&file.text).max(1);
         let chars_per_token = chars as f64 / tokens as f64;
-        let reduce = ((excess as f64 * chars_per_token * 1.1) as usize + 64).max(chars / 4);
+        let reduce = ((excess as f64 * chars_per_token * 1.1) as usize).saturating_add(64).max(chars / 4);
         let new_cap = chars.saturating_sub(reduce);
         knobs.file_caps.insert(file.name.clone(), if new_cap < MIN_FILE_CHARS { 0 } else { new_cap });
         return true;
@@ -239,7 +240,7 @@ fn turn_skills_knob(sections: &[Section], knobs: &mut Knobs, excess: usize, coun
     if knobs.skills_form == SkillsForm::Full {
         knobs.skills_form = SkillsForm::Compact;
     } else if let Some(per_skill) = counter.count(&skills.body).checked_div(knobs.skills_count) {
-        let remove = excess.div_ceil(per_skill.max(1)) + 1;
+        let remove = excess.div_ceil(per_skill.max(1)).saturating_add(1);
         knobs.skills_count = knobs.skills_count.saturating_sub(remove);
     } else {
         knobs.dropped.insert(core_key(ids::SKILLS));

@@ -4,10 +4,11 @@
 //! keys and wrong types are errors naming the file, the key and the line:
 //! a typo must never silently fall back to a default.
 
+use crate::bounds::{self, Bound};
 use crate::error::ProemError;
 use crate::mode::Mode;
 use crate::paths::check_relative_path;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 /// The ids of the official plugins every proem carries (`source =
@@ -18,8 +19,9 @@ pub const BUILTIN_IDS: [&str; 3] = ["aieos-identity", "gpt5-overlay", "hardware-
 /// The file name looked up in the agent directory.
 pub const CONFIG_FILE: &str = "proem.toml";
 
-/// The whole configuration.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+/// The whole configuration. It serialises to the same keys it reads, so
+/// every key and its default can be listed (the tests sweep every number).
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     /// `[agent]`
@@ -48,7 +50,7 @@ pub struct Config {
 
 /// Open agents treat their files as user-editable context; predefined agents
 /// treat them as operator configuration.
-#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum AgentKind {
     /// Files wrapped in `<context_file>`.
@@ -59,7 +61,7 @@ pub enum AgentKind {
 }
 
 /// `[agent]`
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct AgentConfig {
     /// Agent id; defaults to the agent directory's name.
@@ -87,7 +89,7 @@ pub struct AgentConfig {
 }
 
 /// What `none` mode keeps.
-#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum NoneMode {
     /// GoClaw's `none`: identity, tooling, safety, workspace, runtime, the
@@ -101,7 +103,7 @@ pub enum NoneMode {
 /// A set of defaults that reproduces another system's prompt structure.
 /// Each is a TOML document (`host/src/presets/`) laid under the agent's
 /// proem.toml: what the agent sets wins, key by key.
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum Preset {
     /// OpenClaw.
@@ -135,7 +137,7 @@ impl Preset {
 /// What the prompt says about files cut to fit (OpenClaw's truncation
 /// warning, without the state "once per session" would need: "once" is
 /// about each file cut to nothing).
-#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum TruncationNotice {
     /// Only the head/tail marker inside a cut file.
@@ -148,7 +150,7 @@ pub enum TruncationNotice {
 }
 
 /// How a missing standard file shows in the prompt.
-#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum MissingMarker {
     /// Skipped (GoClaw).
@@ -177,7 +179,7 @@ impl Default for AgentConfig {
 
 /// `[skills]`: which skills are listed, where they come from, how much of
 /// the prompt they may take.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct SkillsConfig {
     /// Only these skills (by name, ignoring case) are listed; unset: all.
@@ -197,7 +199,7 @@ pub struct SkillsConfig {
 
 /// `[team]`: GoClaw's team context. When it names members or delegates,
 /// the `team` section lists them and the spawn section gives way to it.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct TeamConfig {
     /// The team roster.
@@ -210,7 +212,7 @@ pub struct TeamConfig {
 }
 
 /// One member of `[team] members`.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct TeamMember {
     /// Their name or agent id.
@@ -237,7 +239,7 @@ impl TeamConfig {
 }
 
 /// `[sessions]`: how sub-agent and heartbeat sessions are prompted.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct SessionsConfig {
     /// The mode a sub-agent session (`…:subagent:…` key) is capped at
@@ -257,7 +259,7 @@ pub struct SessionsConfig {
 }
 
 /// How the agent writes times.
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
 pub enum Clock {
     /// 14:30.
     #[serde(rename = "24h")]
@@ -280,7 +282,7 @@ impl Default for SessionsConfig {
 }
 
 /// `[provider]`
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct ProviderConfig {
     /// Provider name (`openai`, `anthropic`, …): selects overlays.
@@ -290,7 +292,7 @@ pub struct ProviderConfig {
 }
 
 /// `[budget]`
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct BudgetConfig {
     /// Whole-prompt token budget; see [`BudgetConfig::tokens`] for the
@@ -346,7 +348,7 @@ impl Default for BudgetConfig {
 }
 
 /// `[bootstrap]`
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct BootstrapConfig {
     /// More workspace files to inject, relative to the agent directory.
@@ -392,7 +394,7 @@ impl Default for BootstrapConfig {
 }
 
 /// `[tools]`
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct ToolsConfig {
     /// A tools JSON file relative to the agent directory, used when the turn
@@ -432,7 +434,7 @@ impl Default for ToolsConfig {
 }
 
 /// `[sandbox]`: how the agent's own tools run (not proem's plugin sandbox).
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct SandboxConfig {
     /// The agent's tools run in a container (default false).
@@ -451,7 +453,7 @@ pub struct SandboxConfig {
 }
 
 /// How the sandbox container sees the workspace.
-#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum SandboxAccess {
     /// Read and write.
@@ -477,7 +479,7 @@ impl Default for SandboxConfig {
 }
 
 /// `[runtime]`: fields of the runtime line.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct RuntimeConfig {
     /// Host name shown in the runtime line; omitted when unset.
@@ -500,7 +502,7 @@ pub struct RuntimeConfig {
 }
 
 /// One `[[plugins]]` entry.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct PluginConfig {
     /// The plugin's id.
@@ -636,11 +638,11 @@ impl Config {
                 "head_ratio and tail_ratio are both 0: nothing would be kept of a long file".into(),
             );
         }
-        if b.context_window == Some(0) {
-            return fail("budget", "context_window", "the context window must be at least 1 token".into());
-        }
-        if b.tokens == Some(0) {
-            return fail("budget", "tokens", "the token budget must be at least 1".into());
+        for (bound, value) in self.numbers() {
+            if let Err(why) = value.map_or(Ok(0), |v| bound.check_usize(v)) {
+                let (table, key) = bound.name.split_once('.').unwrap_or(("", bound.name));
+                return fail(table, key, format!("{why}; set a value in that range"));
+            }
         }
         if let Some(t) = &b.tokenizer {
             if crate::tokens::Tokenizer::from_name(t).is_none() {
@@ -657,6 +659,17 @@ impl Config {
             for name in list {
                 if let Err(why) = check_relative_path(name) {
                     return fail("bootstrap", key, format!("{name:?}: {why}"));
+                }
+                let canonical = crate::file_names::canonical_name(name);
+                if canonical != name.as_str() {
+                    return fail(
+                        "bootstrap",
+                        key,
+                        format!(
+                            "{name:?} names the file {canonical:?} in another spelling (spaces, `./`, case): \
+                             write {canonical:?}, so that one file is never read twice or out of its place"
+                        ),
+                    );
                 }
             }
         }
@@ -679,13 +692,13 @@ impl Config {
             if let Err(why) = crate::plugin::Grants::parse(&p.grants) {
                 return err(format!("grants: {why}"));
             }
-            for (key, value, range) in [
-                ("memory_mib", p.memory_mib, 1..=4096),
-                ("deadline_ms", p.deadline_ms, 1..=60_000),
-                ("output_kib", p.output_kib, 1..=1024),
+            for (bound, value) in [
+                (bounds::PLUGIN_MEMORY_MIB, p.memory_mib),
+                (bounds::PLUGIN_DEADLINE_MS, p.deadline_ms),
+                (bounds::PLUGIN_OUTPUT_KIB, p.output_kib),
             ] {
-                if let Some(v) = value.filter(|v| !range.contains(v)) {
-                    return err(format!("{key} = {v} is outside {}..={}", range.start(), range.end()));
+                if let Some(Err(why)) = value.map(|v| bound.check(v.into())) {
+                    return err(format!("{} = {why}", bound.name));
                 }
             }
             if let Some(pin) = &p.sha256 {
@@ -711,6 +724,23 @@ impl Config {
             }
         }
         Ok(())
+    }
+
+    /// Every whole-number key but the plugins' (checked per entry), with
+    /// its bound and value (`None`: unset). Each is checked at load
+    /// ([`crate::bounds`]), so what proem computes from them cannot overflow.
+    fn numbers(&self) -> [(Bound, Option<usize>); 8] {
+        let (b, bootstrap) = (&self.budget, &self.bootstrap);
+        [
+            (bounds::BUDGET_TOKENS, b.tokens),
+            (bounds::CONTEXT_WINDOW, b.context_window),
+            (bounds::PER_FILE_CHARS, Some(b.per_file_chars)),
+            (bounds::TOTAL_FILE_CHARS, Some(b.total_file_chars)),
+            (bounds::DYNAMIC_RESERVE, Some(b.dynamic_reserve)),
+            (bounds::MAX_FILE_BYTES_KEY, Some(bootstrap.max_file_bytes)),
+            (bounds::SKILLS_MAX_TOKENS, self.skills.max_tokens),
+            (bounds::MCP_INLINE_MAX, Some(self.tools.mcp_inline_max)),
+        ]
     }
 
     /// The agent id: configured, else the directory name, else `agent`.

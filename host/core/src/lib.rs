@@ -11,12 +11,16 @@
 pub mod allocator;
 pub mod assembler;
 pub mod bootstrap;
+pub mod bounds;
 pub mod budget;
 pub mod config;
 pub mod core_sections;
 pub mod digest;
 pub mod disk;
 pub mod error;
+pub mod file_names;
+#[doc(hidden)]
+pub mod fuzz_checks;
 pub mod memo;
 pub mod mode;
 pub mod parallel;

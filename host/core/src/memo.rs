@@ -17,7 +17,8 @@
 //!
 //! On Linux, when the agent directory is on a local filesystem, the same
 //! paths (and every directory above them up to the agent directory) are also
-//! watched with inotify, and a check is one non-blocking read of the watch:
+//! watched with inotify (one instance for the whole process, each snapshot
+//! with its own watch set in it), and a check is one non-blocking read:
 //! any event that changes a file, a directory's entries or their attributes
 //! (never proem's own reads) counts as a change. The watches are added
 //! before the stats, so nothing between them is missed; a file watch is on
@@ -131,8 +132,9 @@ pub struct Snapshot {
     dir: OwnedFd,
     /// (relative path, lstat, stat of the target when it is a symlink).
     seen: Vec<(PathBuf, Seen, Seen)>,
-    /// The inotify watch on those paths, when one could be set up.
-    events: Option<OwnedFd>,
+    /// The watch set on those paths in the process's inotify instance,
+    /// when one could be set up.
+    events: Option<events::Watch>,
     /// Some file is too fresh to trust its timestamps.
     racy: bool,
     /// See [`Snapshot::stamp`].
@@ -210,7 +212,7 @@ impl Snapshot {
     /// one, every path stats the same.
     pub fn unchanged(&self) -> bool {
         if let Some(events) = &self.events {
-            return events::none_since(events.as_fd());
+            return events.unchanged();
         }
         let dir = self.dir.as_fd();
         self.seen.iter().all(|(path, link, target)| {
@@ -239,11 +241,18 @@ impl Snapshot {
     }
 }
 
-/// File change notification with inotify.
+/// File change notification with inotify: one instance per process,
+/// shared by every snapshot of every assembler, each with its own watch set.
+/// A system allows few instances per user (`fs.inotify.max_user_instances`,
+/// 128 by default), and `proem serve --agents` may hold hundreds of
+/// assemblers; watches are plentiful, and one on an inode two snapshots
+/// watch is one watch, held for both.
 #[cfg(any(target_os = "linux", target_os = "android"))]
 mod events {
+    use crate::sync::Lock;
     use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
-    use rustix::fs::inotify::{self, CreateFlags, WatchFlags};
+    use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
+    use std::collections::BTreeMap;
     use std::path::{Path, PathBuf};
 
     /// `statfs` magic numbers of local filesystems, where every change goes
@@ -276,12 +285,101 @@ mod events {
             | WatchFlags::MOVED_TO
     }
 
-    /// An inotify instance watching `paths` (relative to `root`, opened as
-    /// `dir`) and every directory above them up to `root`; `None` when the
-    /// filesystem is not local or the system refuses an instance or a watch.
-    /// Paths that do not exist are skipped: their creation is an event in
-    /// a directory above them.
-    pub fn watch(root: &Path, dir: BorrowedFd<'_>, paths: &[PathBuf]) -> Option<OwnedFd> {
+    /// The process's inotify instance and who holds which of its watches.
+    struct Shared {
+        /// The instance, opened on first use (retried while it cannot be).
+        fd: Option<OwnedFd>,
+        /// Each watch descriptor and the watch sets holding it.
+        holders: BTreeMap<i32, Vec<u64>>,
+        /// Each live watch set: whether an event touched one of its watches.
+        changed: BTreeMap<u64, bool>,
+        /// The id of the next watch set.
+        next_id: u64,
+    }
+
+    static SHARED: Lock<Shared> =
+        Lock::new(Shared { fd: None, holders: BTreeMap::new(), changed: BTreeMap::new(), next_id: 0 });
+
+    impl Shared {
+        /// Reads every pending event and marks the watch sets it touches
+        /// (all of them when the queue overflowed or the read failed). A
+        /// watch the kernel dropped (its file deleted) is forgotten.
+        fn drain(&mut self) {
+            let Some(fd) = &self.fd else { return };
+            let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 4096];
+            let mut reader = inotify::Reader::new(fd.as_fd(), &mut buf);
+            let mut touched: Vec<(i32, bool)> = Vec::new();
+            let mut all = false;
+            loop {
+                match reader.next() {
+                    Ok(event) if event.events().contains(ReadFlags::QUEUE_OVERFLOW) => all = true,
+                    Ok(event) => touched.push((event.wd(), event.events().contains(ReadFlags::IGNORED))),
+                    Err(rustix::io::Errno::AGAIN) => break,
+                    Err(_) => {
+                        all = true;
+                        break;
+                    }
+                }
+            }
+            if all {
+                self.changed.values_mut().for_each(|c| *c = true);
+            }
+            for (wd, dropped) in touched {
+                for id in self.holders.get(&wd).into_iter().flatten() {
+                    self.changed.insert(*id, true);
+                }
+                if dropped {
+                    self.holders.remove(&wd);
+                }
+            }
+        }
+
+        /// Lets go of `id`'s hold on `wds`; a watch no set holds is removed.
+        fn release(&mut self, id: u64, wds: &[i32]) {
+            for wd in wds {
+                let Some(ids) = self.holders.get_mut(wd) else { continue };
+                ids.retain(|held| *held != id);
+                if ids.is_empty() {
+                    self.holders.remove(wd);
+                    if let Some(fd) = &self.fd {
+                        let _ = inotify::remove_watch(fd, *wd);
+                    }
+                }
+            }
+        }
+    }
+
+    /// One snapshot's watch set in the shared instance; dropping it lets go
+    /// of its watches.
+    #[derive(Debug)]
+    pub struct Watch {
+        id: u64,
+        wds: Vec<i32>,
+    }
+
+    impl Watch {
+        /// Whether no event has touched this set's watches since it was made.
+        pub fn unchanged(&self) -> bool {
+            let mut shared = SHARED.lock();
+            shared.drain();
+            shared.changed.get(&self.id) == Some(&false)
+        }
+    }
+
+    impl Drop for Watch {
+        fn drop(&mut self) {
+            let mut shared = SHARED.lock();
+            shared.changed.remove(&self.id);
+            shared.release(self.id, &self.wds);
+        }
+    }
+
+    /// A watch set on `paths` (relative to `root`, opened as `dir`) and
+    /// every directory above them up to `root`; `None` when the filesystem
+    /// is not local or the system refuses the instance or a watch. Paths
+    /// that do not exist are skipped: their creation is an event in a
+    /// directory above them.
+    pub fn watch(root: &Path, dir: BorrowedFd<'_>, paths: &[PathBuf]) -> Option<Watch> {
         if !local(dir) {
             return None;
         }
@@ -291,15 +389,39 @@ mod events {
         }
         all.sort();
         all.dedup();
-        let fd = inotify::init(CreateFlags::NONBLOCK | CreateFlags::CLOEXEC).ok()?;
+        let mut shared = SHARED.lock();
+        if shared.fd.is_none() {
+            shared.fd = inotify::init(CreateFlags::NONBLOCK | CreateFlags::CLOEXEC).ok();
+        }
+        // Events that happened before this set existed are not its own.
+        shared.drain();
+        let id = shared.next_id;
+        shared.next_id += 1;
+        let fd = shared.fd.as_ref()?.as_fd();
+        let mut wds: Vec<i32> = Vec::new();
+        let mut refused = false;
         for path in &all {
-            match inotify::add_watch(&fd, root.join(path), mask()) {
-                Ok(_) => {}
+            match inotify::add_watch(fd, root.join(path), mask()) {
+                Ok(wd) => wds.push(wd),
                 Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR | rustix::io::Errno::LOOP) => {}
-                Err(_) => return None,
+                Err(_) => {
+                    refused = true;
+                    break;
+                }
             }
         }
-        Some(fd)
+        // Two paths to one inode (a hard link) are one watch.
+        wds.sort_unstable();
+        wds.dedup();
+        for wd in &wds {
+            shared.holders.entry(*wd).or_default().push(id);
+        }
+        if refused {
+            shared.release(id, &wds);
+            return None;
+        }
+        shared.changed.insert(id, false);
+        Some(Watch { id, wds })
     }
 
     /// Whether `dir` is on a filesystem whose changes all raise events here.
@@ -307,30 +429,47 @@ mod events {
         rustix::fs::fstatfs(dir).is_ok_and(|fs| LOCAL.contains(&(fs.f_type as u32)))
     }
 
-    /// Whether no event has arrived on `fd` (an error counts as an event).
-    pub fn none_since(fd: BorrowedFd<'_>) -> bool {
-        let mut buf = [0u8; 512];
-        matches!(rustix::io::read(fd.as_fd(), &mut buf), Err(rustix::io::Errno::AGAIN))
+    /// The process's inotify instances (one once a watch was made, else
+    /// none) and the watches in it: for tests and reports.
+    pub fn usage() -> (usize, usize) {
+        let shared = SHARED.lock();
+        (usize::from(shared.fd.is_some()), shared.holders.len())
     }
 }
 
 /// No change notification here: every check stats.
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
 mod events {
-    use rustix::fd::{BorrowedFd, OwnedFd};
+    use rustix::fd::BorrowedFd;
     use std::path::{Path, PathBuf};
 
-    pub fn watch(_: &Path, _: BorrowedFd<'_>, _: &[PathBuf]) -> Option<OwnedFd> {
-        None
+    /// Never made here.
+    #[derive(Debug)]
+    pub struct Watch;
+
+    impl Watch {
+        pub fn unchanged(&self) -> bool {
+            false
+        }
     }
 
-    pub fn none_since(_: BorrowedFd<'_>) -> bool {
-        false
+    pub fn watch(_: &Path, _: BorrowedFd<'_>, _: &[PathBuf]) -> Option<Watch> {
+        None
     }
 
     pub fn local(_: BorrowedFd<'_>) -> bool {
         false
     }
+
+    pub fn usage() -> (usize, usize) {
+        (0, 0)
+    }
+}
+
+/// The inotify instances this process holds for the memos' file checks
+/// (at most one, shared by every assembler) and the watches in it.
+pub fn file_event_usage() -> (usize, usize) {
+    events::usage()
 }
 
 /// Whether the memos can watch `dir` with change notifications (a local

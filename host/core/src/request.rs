@@ -3,6 +3,7 @@
 //! both answers come from [`respond`], so the service prints exactly what
 //! the CLI prints for the same inputs.
 
+use crate::bounds;
 use crate::error::ProemError;
 use crate::render::Format;
 use crate::turn::{parse_now, ChatKind, Tool, Turn};
@@ -96,7 +97,7 @@ impl BuildRequest {
             },
             now: self.now.as_deref().map(parse_now).transpose()?,
             timezone: self.timezone.clone(),
-            budget: self.budget,
+            budget: self.budget.map(check_budget).transpose()?,
         })
     }
 
@@ -104,6 +105,11 @@ impl BuildRequest {
     pub fn format(&self) -> Format {
         self.format.unwrap_or(Format::Text)
     }
+}
+
+/// The request's `budget`, within [`bounds::BUDGET_TOKENS`].
+fn check_budget(budget: usize) -> Result<usize, ProemError> {
+    bounds::BUDGET_TOKENS.check_usize(budget).map_err(|why| ProemError::input("budget", why))
 }
 
 /// Builds and prints, the one path the CLI and the service share.

@@ -150,10 +150,10 @@ pub fn neutralize_cow(text: &str) -> std::borrow::Cow<'_, str> {
         starts => {
             let mut escaped = String::with_capacity(out.len() + 3 * starts.len());
             let mut last = 0;
-            for i in starts {
+            for (i, less_than) in starts {
                 escaped.push_str(&out[last..i]);
                 escaped.push_str("&lt;");
-                last = i + 1;
+                last = i + less_than.len_utf8();
             }
             escaped.push_str(&out[last..]);
             Cow::Owned(escaped)
@@ -191,26 +191,58 @@ fn defuse_marker(text: &str) -> Option<String> {
     Some(out)
 }
 
-/// Byte offsets of every `<` that opens or closes one of proem's reserved
-/// tags, in any case. A model reads past characters it cannot see, so any
-/// run of [`is_tag_filler`] characters, anywhere between `<` and the end of
-/// the name (around the `/`, inside the name), still spells the tag. The
-/// name ends at a filler or at a visible character that cannot continue
-/// it (`<context_file name=…>` and `<context_file\u{200b}x>` are tags;
+/// Every character whose NFKC form is `<`: the ASCII sign, U+FE64 SMALL
+/// LESS-THAN SIGN and U+FF1C FULLWIDTH LESS-THAN SIGN. A model reads the
+/// compatibility forms as the sign itself, so each opens a tag like `<`
+/// (a test checks this list against every code point's NFKC form).
+pub const LESS_THAN_FORMS: [char; 3] = ['<', '\u{fe64}', '\u{ff1c}'];
+
+/// The first byte of the UTF-8 form of both non-ASCII [`LESS_THAN_FORMS`].
+const WIDE_FORMS_LEAD: u8 = 0xEF;
+
+/// Every [`LESS_THAN_FORMS`] character in `text`, with its byte offset.
+fn less_than_signs(text: &str) -> impl Iterator<Item = (usize, char)> + '_ {
+    memchr::memchr2_iter(b'<', WIDE_FORMS_LEAD, text.as_bytes()).filter_map(move |i| {
+        let c = text.get(i..)?.chars().next()?;
+        LESS_THAN_FORMS.contains(&c).then_some((i, c))
+    })
+}
+
+/// The characters `c` reads as: its NFKC form (`ｃ` is `c`, `ﬁ` is `fi`,
+/// `／` is `/`), ASCII as it is.
+fn read_as(c: char, mut each: impl FnMut(char)) {
+    if c.is_ascii() {
+        each(c);
+    } else {
+        use unicode_normalization::UnicodeNormalization;
+        std::iter::once(c).nfkc().for_each(each);
+    }
+}
+
+/// Every `<` (or compatibility form of it, [`LESS_THAN_FORMS`]) that opens
+/// or closes one of proem's reserved tags, in any case, with its byte
+/// offset. What follows is read the way a model reads it: each character
+/// in its NFKC form (fullwidth letters, `／`, ligatures), and any run of
+/// [`is_tag_filler`] characters, anywhere between `<` and the end of the
+/// name (around the `/`, inside the name), skipped. The name ends at a
+/// filler or at a visible character that cannot continue it
+/// (`<context_file name=…>` and `<context_file\u{200b}x>` are tags;
 /// `<context_filex>` is not).
-fn reserved_tag_starts(text: &str) -> Vec<usize> {
+fn reserved_tag_starts(text: &str) -> Vec<(usize, char)> {
     let mut starts = Vec::new();
-    for (i, _) in text.match_indices('<') {
+    for (i, less_than) in less_than_signs(text) {
         // Visible characters after `<`, each with whether fillers preceded it.
         let mut visible = Vec::with_capacity(MAX_TAG_CHARS + 2);
         let mut gap = false;
-        for c in text[i + 1..].chars() {
-            if is_tag_filler(c) {
-                gap = true;
-                continue;
-            }
-            visible.push((c, gap));
-            gap = false;
+        for c in text[i + less_than.len_utf8()..].chars() {
+            read_as(c, |c| {
+                if is_tag_filler(c) {
+                    gap = true;
+                } else {
+                    visible.push((c, gap));
+                    gap = false;
+                }
+            });
             if visible.len() > MAX_TAG_CHARS + 1 {
                 break;
             }
@@ -226,7 +258,7 @@ fn reserved_tag_starts(text: &str) -> Vec<usize> {
                 && !word.get(tag.len()).is_some_and(name_continues)
         });
         if hit {
-            starts.push(i);
+            starts.push((i, less_than));
         }
     }
     starts
@@ -242,7 +274,7 @@ pub fn one_line(text: &str, max_chars: usize) -> String {
     // Work in proportion to the cap, not to the input: a few characters
     // past the cap are enough to know the result is cut.
     let text = prefix_chars(text, max_chars.saturating_mul(8).saturating_add(16));
-    let mut out = String::with_capacity(text.len().min(max_chars * 4));
+    let mut out = String::with_capacity(text.len().min(max_chars.saturating_mul(4)));
     let mut pending_space = false;
     if text.is_ascii() {
         // The same rule, a byte at a time (an ASCII byte is its own char).

@@ -45,11 +45,14 @@ fn mcp_server_of(name: &str) -> Option<String> {
 /// A name given twice exactly is listed once: the first by description,
 /// then schema, is kept, whatever order the caller used.
 pub fn prepare(tools: &[Tool], diagnostics: &mut Vec<Diagnostic>) -> Vec<PromptTool> {
+    let mut nameless: Vec<usize> = Vec::new();
     let prepared: Vec<PromptTool> = tools
         .iter()
-        .filter_map(|t| {
+        .enumerate()
+        .filter_map(|(i, t)| {
             let name = one_line(&t.name, MAX_NAME_CHARS);
-            if name.is_empty() {
+            if !has_visible_name(&name) {
+                nameless.push(i + 1);
                 return None;
             }
             let (schema, schema_is_json) = match &t.parameters {
@@ -73,10 +76,8 @@ pub fn prepare(tools: &[Tool], diagnostics: &mut Vec<Diagnostic>) -> Vec<PromptT
             })
         })
         .collect();
-    let blank = tools.len() - prepared.len();
-    if blank > 0 {
-        diagnostics
-            .push(Diagnostic::warn("tool_invalid_name", format!("{blank} tool(s) with an empty name were ignored")));
+    if !nameless.is_empty() {
+        diagnostics.push(nameless_diagnostic(&nameless));
     }
     let (prepared, dropped) = sort_dedup(
         prepared,
@@ -98,6 +99,30 @@ pub fn prepare(tools: &[Tool], diagnostics: &mut Vec<Diagnostic>) -> Vec<PromptT
     prepared
 }
 
+/// Whether a cleaned name has a character a model can see: an empty name,
+/// or one of whitespace, invisible or combining characters alone
+/// ([`crate::text::is_tag_filler`]), names no tool anyone can call.
+fn has_visible_name(name: &str) -> bool {
+    name.chars().any(|c| !crate::text::is_tag_filler(c))
+}
+
+/// The diagnostic for tools left out for having no visible name, by their
+/// 1-based place in the caller's list (the first ten).
+fn nameless_diagnostic(places: &[usize]) -> Diagnostic {
+    let shown: Vec<String> = places.iter().take(10).map(|n| format!("#{n}")).collect();
+    let more =
+        if places.len() > shown.len() { format!(" and {} more", places.len() - shown.len()) } else { String::new() };
+    Diagnostic::warn(
+        "tool_invalid_name",
+        format!(
+            "{} tool(s) with an empty or invisible name were left out (tools {}{more} of the list): give each tool a \
+             name with a visible character",
+            places.len(),
+            shown.join(", ")
+        ),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -109,11 +134,13 @@ mod tests {
     #[test]
     fn names_differing_by_case_are_both_kept_and_exact_repeats_listed_once() {
         let mut d = Vec::new();
-        let tools = [tool("zz"), tool("read"), tool("Read"), tool("exec"), tool("  "), tool("read")];
+        let tools =
+            [tool("zz"), tool("read"), tool("Read"), tool("exec"), tool("  "), tool("read"), tool("\u{301}\u{200b}")];
         let names: Vec<String> = prepare(&tools, &mut d).into_iter().map(|t| t.name).collect();
         assert_eq!(names, ["exec", "Read", "read", "zz"]);
         let codes: Vec<&str> = d.iter().map(|d| d.code.as_str()).collect();
         assert_eq!(codes, ["tool_invalid_name", "tool_duplicate"]);
+        assert!(d[0].message.contains("2 tool(s)") && d[0].message.contains("#5, #7"), "{}", d[0].message);
         assert!(d[1].message.contains("read"), "{}", d[1].message);
         // An exact repeat keeps the first by description, whatever the order.
         let a = Tool { description: "a".into(), ..tool("x") };

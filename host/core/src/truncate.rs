@@ -40,12 +40,12 @@ pub fn head_tail(text: &str, cap: usize, head_ratio: f64, tail_ratio: f64, label
     let compact = |h: usize, t: usize| format!("[…{h}+{t}/{raw}]");
 
     if let Some((h, t)) = fit(cap, head_ratio, tail_ratio, &full) {
-        if h + t >= MIN_CONTENT_FOR_FULL_MARKER {
+        if h.saturating_add(t) >= MIN_CONTENT_FOR_FULL_MARKER {
             return assemble(text, raw, h, t, &full(h, t));
         }
     }
     if let Some((h, t)) = fit(cap, head_ratio, tail_ratio, &compact) {
-        if h + t > 0 {
+        if h.saturating_add(t) > 0 {
             return assemble(text, raw, h, t, &compact(h, t));
         }
     }
@@ -74,7 +74,7 @@ fn fit(
     let mut t = (cap as f64 * tail_ratio).floor() as usize;
     for _ in 0..4 {
         let m = char_len(&marker(h, t));
-        if h + t + m <= cap {
+        if h.saturating_add(t).saturating_add(m) <= cap {
             return Some((h, t));
         }
         let avail = cap.checked_sub(m)?;
@@ -87,7 +87,7 @@ fn fit(
 }
 
 fn assemble(text: &str, raw: usize, h: usize, t: usize, marker: &str) -> Truncated {
-    let mut out = String::with_capacity(h * 2 + t * 2 + marker.len());
+    let mut out = String::with_capacity(text.len().min(h.saturating_add(t).saturating_mul(4)) + marker.len());
     out.push_str(take_head(text, h));
     out.push_str(marker);
     out.push_str(take_tail(text, raw, t));
@@ -203,6 +203,25 @@ mod tests {
         let text: String = (0..3000).map(|i| char::from_u32(0x41 + (i % 2000)).unwrap_or('x')).collect();
         for cap in (0..3000).step_by(7) {
             check(&text, cap);
+        }
+    }
+
+    proptest::proptest! {
+        /// Any cap, even past the text's length or at `usize::MAX`, and any
+        /// ratios a library caller may pass (negative, over 1, NaN, infinite):
+        /// no overflow, never over the cap.
+        #[test]
+        fn any_cap_and_ratios_stay_within_the_cap(
+            text in "[a-zé日 ]{0,300}",
+            cap in proptest::prop_oneof![0usize..400, proptest::num::usize::ANY, proptest::strategy::Just(usize::MAX)],
+            head in proptest::num::f64::ANY,
+            tail in proptest::prop_oneof![proptest::num::f64::ANY, 0.0..1.0],
+        ) {
+            let t = head_tail(&text, cap, head, tail, "X");
+            proptest::prop_assert!(char_len(&t.text) <= cap.max(char_len(&text)));
+            if t.truncated {
+                proptest::prop_assert!(char_len(&t.text) <= cap);
+            }
         }
     }
 

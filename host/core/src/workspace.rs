@@ -116,7 +116,7 @@ impl Workspace {
         if !meta.is_file() {
             return Err(Unavailable::Unreadable("is not a regular file".into()));
         }
-        let mut bytes = crate::disk::read_up_to(file, meta.len(), max_bytes + 1)
+        let mut bytes = crate::disk::read_up_to(file, meta.len(), max_bytes.saturating_add(1))
             .map_err(|e| Unavailable::Unreadable(format!("read failed: {e}")))?;
         let cut_at_limit = bytes.len() > max_bytes;
         bytes.truncate(max_bytes);

@@ -283,6 +283,21 @@ fn cap(mut text: String) -> String {
 
 proem_sdk::register_plugin!(AieosIdentity);
 
+/// The body of the `aieos` cargo-fuzz target (`fuzz/`), callable from
+/// tests: any bytes either parse and render within the size cap or give an
+/// error, and rendering is deterministic. `tests/fuzz_corpus.rs` replays
+/// the committed corpus through it. Not part of the plugin's API.
+#[doc(hidden)]
+pub fn fuzz_check(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(doc) = parse(text, "aieos.json") else { return };
+    if let Ok(rendered) = render(&doc) {
+        assert!(rendered.len() <= MAX_BYTES * 2, "{} bytes", rendered.len());
+        let again = parse(text, "aieos.json").expect("parses twice");
+        assert_eq!(render(&again).ok().as_deref(), Some(rendered.as_str()));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -497,11 +497,13 @@ pub fn dedupe_overlay_blocks(sections: &mut Vec<Section>, diagnostics: &mut Vec<
 }
 
 /// Validates an `agent:bootstrap` result: names must be workspace-relative
-/// file names, each once, within the size caps. Returns the new file list.
-pub fn validate_files(raw: Vec<RawFile>, caps: OutputCaps) -> Result<Vec<RawFile>, String> {
+/// file names, each once by its canonical name
+/// ([`crate::bootstrap::canonical_name`], which the list returned carries),
+/// within the size caps. Returns the new file list.
+pub fn validate_files(mut raw: Vec<RawFile>, caps: OutputCaps) -> Result<Vec<RawFile>, String> {
     check_count("files", raw.len(), caps)?;
     let mut seen: Vec<&str> = Vec::new();
-    for f in &raw {
+    for f in &mut raw {
         let bad = f.name.len() > 128
             || f.name.chars().any(|c| c != ' ' && crate::text::is_invisible(c))
             || crate::paths::check_relative_path(&f.name).is_err()
@@ -509,6 +511,10 @@ pub fn validate_files(raw: Vec<RawFile>, caps: OutputCaps) -> Result<Vec<RawFile
         if bad {
             return Err(format!("file name {:?} is not a workspace-relative path", shorten(&f.name)));
         }
+        // One file, one name: `user.md ` is USER.md (per-turn), ` SOUL.md` is SOUL.md.
+        f.name = crate::bootstrap::canonical_name(&f.name).into_owned();
+    }
+    for f in &raw {
         if seen.contains(&f.name.as_str()) {
             return Err(format!("file {} is returned twice", f.name));
         }
@@ -634,6 +640,10 @@ mod tests {
             assert!(validate_files(vec![f(bad)], CAPS).is_err(), "{bad:?}");
         }
         assert!(validate_files(vec![f("A.md"), f("A.md")], CAPS).unwrap_err().contains("twice"));
+        // A standard file in another spelling is that file.
+        let renamed = validate_files(vec![f("user.md "), f(" ./Soul.md")], CAPS).unwrap();
+        assert_eq!(renamed.iter().map(|f| f.name.as_str()).collect::<Vec<_>>(), ["USER.md", "SOUL.md"]);
+        assert!(validate_files(vec![f("SOUL.md"), f("soul.md")], CAPS).unwrap_err().contains("twice"));
         let big = RawFile { name: "A.md".into(), content: Some("x".repeat(101)) };
         assert!(validate_files(vec![big], CAPS).is_err());
     }
