@@ -1,25 +1,23 @@
-//! The pipeline: one [`Assembler`] per agent, one [`Assembler::build`] per turn.
+//! One [`Assembler`] per agent, one [`Assembler::build`] per turn: what is
+//! kept between builds (the memos) and the sequence of the build's stages
+//! (`stages.rs`):
 //!
 //! ```text
-//! resolve mode → load bootstrap files → load skills and tools → render core
-//! sections → order → fit the token budget → join at the boundary → report
+//! resolve the turn → read the workspace → run bootstrap hooks → collect sections → fit → report
 //! ```
 
-use crate::bootstrap::{self, OPTIONAL_FILES, STANDARD_FILES};
+use crate::bootstrap::{OPTIONAL_FILES, STANDARD_FILES};
 use crate::budget;
 use crate::config::{config_path, Config};
-use crate::core_sections::{CoreInputs, StableInputs, TurnInputs};
-use crate::digest::sha256_hex;
 use crate::error::ProemError;
 use crate::memo::{BuildMemo, Caching, KeyHasher, LastValue, Snapshot};
-use crate::mode::{resolve_mode, Mode, SessionKind};
-use crate::plugin::{BuildContext, BuildRun, ContextTool, MemoKeys, PluginSet};
-use crate::report::{Built, Diagnostic, FileDetail, PluginReport, SectionReport, TokenReport};
-use crate::section::{core_spec, Section};
+use crate::mode::SessionKind;
+use crate::plugin::{BuildRun, MemoKeys, PluginSet};
+use crate::report::{Built, Diagnostic};
+use crate::section::Section;
 use crate::skills;
 use crate::sync::Lock;
-use crate::text::{clean_owned, neutralize, one_line};
-use crate::tokens::{save_counts, shared_counter, TokenCounter, Tokenizer};
+use crate::tokens::{shared_counter, TokenCounter, Tokenizer};
 use crate::tools;
 use crate::turn::{parse_tools, ChatKind, Turn};
 use crate::workspace::{Unavailable, Workspace};
@@ -30,30 +28,30 @@ use std::sync::Arc;
 
 /// Builds prompts for one agent directory.
 pub struct Assembler {
-    workspace: Workspace,
-    config: Config,
-    config_file: PathBuf,
-    config_found: bool,
-    plugins: PluginSet,
-    caching: Caching,
-    memo: Lock<BuildMemo<Built>>,
+    pub(crate) workspace: Workspace,
+    pub(crate) config: Config,
+    pub(crate) config_file: PathBuf,
+    pub(crate) config_found: bool,
+    pub(crate) plugins: PluginSet,
+    pub(crate) caching: Caching,
+    pub(crate) memo: Lock<BuildMemo<Built>>,
     /// The last stable part's SHA-256, by its xxh3 (the stable part rarely
     /// changes, and SHA-256 of ~90 KB is the dearest step of a warm build).
     /// Kept unless every cache is off.
-    stable_hash: LastValue<String>,
+    pub(crate) stable_hash: LastValue<String>,
     /// The last turn's tools, prepared (with what preparing them reported),
     /// by a hash of the turn's tools.
-    prepared_tools: LastValue<(Arc<Vec<crate::tools::PromptTool>>, Vec<Diagnostic>)>,
+    pub(crate) prepared_tools: LastValue<(Arc<Vec<crate::tools::PromptTool>>, Vec<Diagnostic>)>,
     /// Characters of recent section bodies, by their xxh3-128 (the report's
     /// `chars` is a pass over ~90 KB of its own). Cleared at
     /// [`SECTION_CHARS_LIMIT`] entries; kept unless token counts are off.
-    section_chars: Lock<HashMap<u128, usize>>,
+    pub(crate) section_chars: Lock<HashMap<u128, usize>>,
     /// What the last render made of the files, the skills and the stable
     /// sections (see `RenderMemos`).
-    render_memos: crate::core_sections::RenderMemos,
+    pub(crate) render_memos: crate::core_sections::RenderMemos,
     /// What the workspace gave the last build that read it (files, skills,
     /// the config's tools), valid while the file check's generation is.
-    workspace_reads: Lock<Option<Arc<WorkspaceRead>>>,
+    pub(crate) workspace_reads: Lock<Option<Arc<WorkspaceRead>>>,
 }
 
 /// Section bodies whose characters [`Assembler::section_chars`] keeps.
@@ -61,27 +59,27 @@ const SECTION_CHARS_LIMIT: usize = 1024;
 
 /// Which reads a [`WorkspaceRead`] answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct WorkspaceKey {
+pub(crate) struct WorkspaceKey {
     /// The file check's generation (any change to a watched path bumps it).
-    generation: u64,
+    pub(crate) generation: u64,
     /// The session kind and chat decide which files are read.
-    session: SessionKind,
-    group_chat: bool,
+    pub(crate) session: SessionKind,
+    pub(crate) group_chat: bool,
     /// Whether the skills were read.
-    with_skills: bool,
+    pub(crate) with_skills: bool,
     /// Whether the tools came from `[tools] file`.
-    tools_from_config: bool,
+    pub(crate) tools_from_config: bool,
 }
 
 /// The workspace as the last build read it.
 #[derive(Debug, Clone)]
-struct WorkspaceRead {
-    key: WorkspaceKey,
-    files: Vec<crate::bootstrap::BootstrapFile>,
-    skills: Arc<Vec<crate::skills::Skill>>,
-    config_tools: Vec<crate::turn::Tool>,
+pub(crate) struct WorkspaceRead {
+    pub(crate) key: WorkspaceKey,
+    pub(crate) files: Vec<crate::bootstrap::BootstrapFile>,
+    pub(crate) skills: Arc<Vec<crate::skills::Skill>>,
+    pub(crate) config_tools: Vec<crate::turn::Tool>,
     /// What reading reported (missing files, refused skills, …), replayed.
-    notes: Vec<Diagnostic>,
+    pub(crate) notes: Vec<Diagnostic>,
 }
 
 impl Assembler {
@@ -298,6 +296,8 @@ impl Assembler {
     /// check's generation when it was taken before this build (the build
     /// memo's path): then what the workspace gave the last build under the
     /// same generation is reused instead of read again.
+    ///
+    /// The stages of docs/ARCHITECTURE.md, each a function of `stages.rs`.
     fn build_fresh(
         &self,
         turn: &Turn,
@@ -308,368 +308,35 @@ impl Assembler {
         tools_hash: Option<u128>,
     ) -> Result<Built, ProemError> {
         let _span = tracing::info_span!("build", agent = %self.workspace.root().display()).entered();
-        let config = &self.config;
-        let mut diagnostics = Vec::new();
-        if !self.config_found {
-            diagnostics.push(Diagnostic::info(
-                "config_default",
-                format!("{} not found; using the default configuration", self.config_file.display()),
-            ));
-        }
-
-        let session = SessionKind::of_turn(turn.session_key.as_deref(), turn.heartbeat);
-        let mode = resolve_mode(turn.mode, session, config.agent.mode, config.sessions.subagent_mode);
-        tracing::debug!(%mode, ?session, "mode resolved");
-
-        // The bootstrap files and the skills are read side by side: both
-        // are mostly system calls, which dominate a build that re-reads.
-        let build_span = tracing::Span::current();
-        // Minimal and none show pinned skills only (GoClaw).
-        let with_skills = matches!(mode, Mode::Full | Mode::Task) || !config.skills.pinned.is_empty();
-        let skills_read = crate::parallel::SharedWork::default();
-        let read_skills = || {
-            build_span.in_scope(|| {
-                let _s = tracing::info_span!("load_skills").entered();
-                skills_read.work(
-                    || skills::folders(&self.workspace, &config.skills),
-                    |dir| skills::read(&self.workspace, dir),
-                );
-            })
-        };
-        let group_chat = turn.chat_kind == Some(ChatKind::Group);
-        // What the workspace gave the last build, when its file check's
-        // generation is still current and the same files were asked for.
-        let read_key = generation.filter(|_| self.caching.workspace_reads).map(|g| WorkspaceKey {
-            generation: g,
-            session,
-            group_chat,
-            with_skills,
-            tools_from_config: turn.tools.is_none(),
-        });
-        // Shared, not copied: only the files and skills the build owns are cloned.
-        let remembered = read_key.and_then(|k| self.workspace_reads.lock().as_ref().filter(|r| r.key == k).cloned());
-        let (mut files, skills, plugin_memo, tools) = match remembered {
-            Some(read) => {
-                diagnostics.extend(read.notes.iter().cloned());
-                let mut tool_notes = Vec::new();
-                let tools = match &turn.tools {
-                    Some(t) => self.prepare_tools(t, tools_hash, &mut tool_notes),
-                    None => self.prepare_tools(&read.config_tools, None, &mut tool_notes),
-                };
-                diagnostics.extend(tool_notes);
-                (read.files.clone(), read.skills.clone(), plugin_memo(), tools)
-            }
-            None => {
-                let notes_from = diagnostics.len();
-                let mut config_tools = Vec::new();
-                let (files, plugin_memo, tools) = crate::parallel::in_place_scope(|scope| {
-                    if with_skills {
-                        scope.spawn(|_| read_skills());
-                    }
-                    let plugin_memo = plugin_memo();
-                    let files = {
-                        let _s = tracing::info_span!("load_files").entered();
-                        bootstrap::load(&self.workspace, config, session, group_chat, &mut diagnostics)
-                    };
-                    let mut tool_notes = Vec::new();
-                    let tools = match &turn.tools {
-                        Some(t) => Ok(self.prepare_tools(t, tools_hash, &mut tool_notes)),
-                        None => self.tools_from_config().map(|t| {
-                            let prepared = self.prepare_tools(&t, None, &mut tool_notes);
-                            config_tools = t;
-                            prepared
-                        }),
-                    };
-                    // Then help with the skills the reader thread has not claimed.
-                    if with_skills {
-                        read_skills();
-                    }
-                    (files, plugin_memo, tools.map(|t| (t, tool_notes)))
-                });
-                let skills = Arc::new(skills::collect(skills_read.into_results(), &config.skills, &mut diagnostics));
-                let (tools, tool_notes) = tools?;
-                if let Some(key) = read_key {
-                    *self.workspace_reads.lock() = Some(Arc::new(WorkspaceRead {
-                        key,
-                        files: files.clone(),
-                        skills: skills.clone(),
-                        config_tools,
-                        notes: diagnostics[notes_from..].to_vec(),
-                    }));
-                }
-                diagnostics.extend(tool_notes);
-                (files, skills, plugin_memo, tools)
-            }
-        };
-
-        let tz = Zone::parse(turn.timezone.as_deref().unwrap_or("UTC"))?;
-        let crate::zone::Local { time: now, abbreviation: zone_abbreviation } = tz.local(now)?;
-        let provider = turn_or_config(&turn.provider, &config.provider.name, 64);
-        let model = turn_or_config(&turn.model, &config.provider.model, 96);
-        let tokenizer = tokenizer_for(config, model.as_deref()).expect("validated with the config");
-        let channel = turn.channel.as_deref().map(clean_channel).filter(|c| !c.is_empty());
-        let agent_id = one_line(&config.agent_id(self.workspace.root()), 64);
-
-        let group_title = match turn.chat_kind {
-            Some(ChatKind::Group) => {
-                turn.group_title.as_deref().map(|t| one_line(&t.replace('"', ""), 100)).filter(|t| !t.is_empty())
-            }
-            _ => None,
-        };
-        let extra =
-            turn.extra.as_deref().map(|e| neutralize(clean_owned(e.to_string()).trim())).filter(|e| !e.is_empty());
-        let budget_tokens = turn.budget.unwrap_or(config.budget.tokens());
-        crate::bounds::BUDGET_TOKENS.check_usize(budget_tokens).map_err(|why| ProemError::input("--budget", why))?;
-
-        let ctx = (!self.plugins.is_empty()).then(|| BuildContext {
-            agent_id: agent_id.clone(),
-            mode,
-            provider: provider.clone(),
-            model: model.clone(),
-            channel: channel.clone(),
-            chat_kind: turn.chat_kind.map(|k| match k {
-                ChatKind::Direct => "direct".to_string(),
-                ChatKind::Group => "group".to_string(),
-            }),
-            tools: tools
-                .iter()
-                .map(|t| ContextTool {
-                    name: t.name.clone(),
-                    description: t.summary.clone(),
-                    parameters_json: t.schema_is_json.then(|| t.schema.clone()),
-                })
-                .collect(),
-            skills: skills.clone(),
-            config_json: "{}".into(),
-            now: now.to_rfc3339(),
-            timezone: tz.name().to_string(),
-            unix_seconds: now.timestamp(),
-            utc_offset_seconds: now.offset().local_minus_utc(),
-            group_title: group_title.clone(),
-            extra: extra.clone(),
-            budget_tokens: u32::try_from(budget_tokens).unwrap_or(u32::MAX),
-            tokenizer: tokenizer.name().to_string(),
-        });
-        let clock = std::time::Duration::from_secs(u64::try_from(now.timestamp()).unwrap_or(0));
+        let mut diagnostics = self.config_notes();
+        let resolved = self.resolve_turn(turn, now)?;
+        let read = self.read_workspace(turn, &resolved, generation, tools_hash, plugin_memo, &mut diagnostics)?;
+        let ctx = self.plugin_context(&resolved, &read);
         let mut run = BuildRun::default();
-        if let Some(ctx) = &ctx {
-            let _s = tracing::info_span!("plugins", hooks = "agent:bootstrap").entered();
-            self.plugins.report_load_failures(&mut run);
-            files = self.plugins.run_bootstrap(ctx, files, clock, tokenizer, &mut run, plugin_memo)?;
-            if session.uses_file_allowlist() {
-                let allow = &config.bootstrap.subagent_allowlist;
-                files.retain(|f| allow.contains(&f.name));
+        let files = self.run_bootstrap_hooks(ctx.as_ref(), read.files, &resolved, &mut run, read.plugin_memo)?;
+        let inputs = self.core_inputs(&resolved, files, read.skills, read.tools);
+        let own_counter;
+        let counter = match self.caching.token_counts {
+            true => shared_counter(resolved.tokenizer),
+            // Without kept counts, a counter of this build's own: each
+            // paragraph is still encoded once per build, nothing is kept.
+            false => {
+                own_counter = TokenCounter::new(resolved.tokenizer);
+                &own_counter
             }
-        }
-        let mut owners: Vec<String> = turn.owners.iter().map(|o| one_line(o, 128)).filter(|o| !o.is_empty()).collect();
-        owners.sort();
-        owners.dedup();
-
-        let turn_inputs = TurnInputs {
-            replies_optional: turn.replies_optional,
-            thinking: turn
-                .thinking
-                .as_deref()
-                .or(config.runtime.thinking.as_deref())
-                .map(|t| one_line(t, 24).to_lowercase())
-                .filter(|t| !t.is_empty()),
-            zone_abbreviation,
-            date: now.format("%Y-%m-%d (%A)").to_string(),
-            timezone: tz.name().to_string(),
-            channel,
-            chat_kind: turn.chat_kind,
-            group_title,
-            extra,
-            provider,
-            model,
         };
-        let inputs = CoreInputs {
-            stable: StableInputs {
-                mode,
-                session,
-                agent_name: config
-                    .agent
-                    .name
-                    .as_deref()
-                    .map(|n| one_line(n, 64))
-                    .filter(|n| !n.is_empty())
-                    .unwrap_or_else(|| agent_id.clone()),
-                agent_id,
-                kind: config.agent.kind,
-                config,
-                files,
-                skills,
-                tools,
-                workspace_path: if config.sandbox.enabled {
-                    one_line(&config.sandbox.workdir, 200)
-                } else {
-                    one_line(&self.workspace.root().display().to_string(), 400)
-                },
-                owners,
-                memos: self.caching.workspace_reads.then_some(&self.render_memos),
-            },
-            turn: turn_inputs,
-        };
-
-        // The process's counts; with token counts off, a counter of this
-        // build's own: each paragraph is still encoded once per build (the
-        // prompt, its sections and its files share most of them), and
-        // nothing is kept after it.
-        let this_build;
-        let counter = if self.caching.token_counts {
-            shared_counter(tokenizer)
-        } else {
-            this_build = TokenCounter::new(tokenizer);
-            &this_build
-        };
-        let mut plugin_sections = Vec::new();
-        let mut ahead = None;
-        if let Some(ctx) = &ctx {
-            let _s = tracing::info_span!("plugins", hooks = "sections").entered();
-            // While the plugins run on their threads, this thread counts the
-            // prompt the core sections make alone: the budget stage then
-            // finds most of its paragraphs counted.
-            let mut count_ahead = || ahead = Some(budget::count_ahead(&inputs, counter));
-            plugin_sections = self.plugins.run_sections(
-                ctx,
-                &inputs.stable.files,
-                clock,
-                tokenizer,
-                &mut run,
-                plugin_memo,
-                &mut count_ahead,
-            )?;
-        }
+        let (sections, ahead) =
+            self.collect_sections(ctx.as_ref(), &inputs, contributed, counter, &resolved, &mut run, read.plugin_memo)?;
         diagnostics.append(&mut run.diagnostics);
-        let contributed: std::borrow::Cow<[Section]> = if plugin_sections.is_empty() {
-            std::borrow::Cow::Borrowed(contributed)
-        } else {
-            plugin_sections.extend(contributed.iter().cloned());
-            std::borrow::Cow::Owned(plugin_sections)
-        };
         let fitted = {
-            let _s = tracing::info_span!("fit_budget", budget = budget_tokens, tokenizer = tokenizer.name()).entered();
-            budget::fit(&inputs, &contributed, counter, budget_tokens, &mut diagnostics, ahead)?
+            let _s = tracing::info_span!("fit_budget", budget = resolved.budget_tokens).entered();
+            budget::fit(&inputs, &sections, counter, resolved.budget_tokens, &mut diagnostics, ahead)?
         };
-
-        let mut files = fitted.render.file_reports(&inputs);
-        // A file whose section a plugin replaced (e.g. SOUL.md under an AIEOS
-        // persona) is loaded but not in the prompt: report it as not injected.
-        // Only a section placed `At` the file group's id replaces it: merge
-        // refuses any other contributed section that takes a core id.
-        let replaced_by = |group_section: &str| {
-            fitted
-                .sections
-                .iter()
-                .find(|s| {
-                    s.id == group_section
-                        && s.source != crate::section::Source::Core
-                        && s.slot.placement() == crate::section::Placement::At
-                })
-                .map(|s| s.source.to_string())
-        };
-        let mut replaced: Vec<Option<String>> = Vec::with_capacity(files.len());
-        for f in files.iter_mut() {
-            if let Some(plugin) = run.file_sources.get(&f.name) {
-                f.source = format!("plugin:{plugin}");
-            }
-            let by =
-                fitted.render.files.iter().find(|i| i.name == f.name).and_then(|i| replaced_by(i.group.section_id()));
-            if by.is_some() {
-                f.injected_chars = 0;
-            }
-            replaced.push(by);
-        }
-        let file_details = files
-            .iter()
-            .zip(&replaced)
-            .map(|(f, by)| {
-                let injected = fitted
-                    .render
-                    .files
-                    .iter()
-                    .find(|i| i.name == f.name && !i.text.is_empty())
-                    .filter(|_| by.is_none());
-                FileDetail {
-                    tokens: injected.map(|i| counter.count(&i.text)).unwrap_or(0),
-                    zone: injected.and_then(|i| core_spec(i.group.section_id())).map(|spec| spec.zone),
-                    source: match (by, run.file_sources.get(&f.name)) {
-                        (Some(by), _) => format!("replaced by {by}"),
-                        (None, Some(plugin)) => format!("plugin:{plugin}"),
-                        (None, None) => "workspace".into(),
-                    },
-                }
-            })
-            .collect();
-        for f in files.iter().filter(|f| f.truncated && !fitted.knobs.file_caps.contains_key(&f.name)) {
-            let why = if f.raw_chars > config.budget.per_file_chars { "per-file cap" } else { "total file cap" };
-            diagnostics.push(Diagnostic::warn(
-                "file_truncated",
-                format!("{}: {} characters cut to {} ({why}; raise [budget] per_file_chars / total_file_chars to keep more)", f.name, f.raw_chars, f.injected_chars),
-            ));
-        }
-        let plugins = self
-            .plugins
-            .plugins()
-            .iter()
-            .map(|p| {
-                run.reports.remove(&p.id).unwrap_or_else(|| PluginReport {
-                    id: p.id.clone(),
-                    status: p.status().into(),
-                    elapsed_us: 0,
-                })
-            })
-            .collect();
-        let sections = fitted
-            .sections
-            .iter()
-            .map(|s| {
-                let (tokens, hash) = counter.count_hashed(&s.body);
-                SectionReport {
-                    id: s.id.clone(),
-                    source: s.source.to_string(),
-                    zone: s.zone,
-                    chars: self.section_chars(&s.body, hash),
-                    tokens,
-                    truncated: (s.source == crate::section::Source::Core && fitted.render.truncated.contains(&s.id))
-                        || run.capped.contains(&s.key()),
-                    body_hash: hash as u64,
-                }
-            })
-            .collect();
-        let joined = fitted.joined;
-        let tokens = TokenReport {
-            total: fitted.total_tokens,
-            stable: fitted.stable_tokens,
-            dynamic: counter.count(&joined.dynamic),
-            budget: budget_tokens,
-            tool_schemas: if config.tools.native_calling {
-                counter.count(&native_tool_schemas(&inputs.stable.tools))
-            } else {
-                0
-            },
-        };
-        if self.caching.token_counts {
-            save_counts(counter);
-        }
-        Ok(Built {
-            stable_hash: self.stable_hash(&joined.stable, fitted.stable_xxh3),
-            prompt: joined.prompt,
-            stable: joined.stable,
-            dynamic: joined.dynamic,
-            mode,
-            tokenizer: tokenizer.name().to_string(),
-            tokens,
-            sections,
-            files,
-            plugins,
-            diagnostics,
-            file_details,
-        })
+        Ok(self.report(fitted, &inputs, &resolved, run, counter, diagnostics))
     }
 
     /// Characters of a section `body` whose xxh3-128 is `hash`.
-    fn section_chars(&self, body: &str, hash: u128) -> usize {
+    pub(crate) fn section_chars(&self, body: &str, hash: u128) -> usize {
         if !self.caching.token_counts {
             return crate::text::char_len(body);
         }
@@ -685,18 +352,9 @@ impl Assembler {
         chars
     }
 
-    /// The SHA-256 of the stable part, by its xxh3-128 (`xxh3`) when the
-    /// token counts are kept.
-    fn stable_hash(&self, stable: &str, xxh3: u128) -> String {
-        if !self.caching.token_counts {
-            return sha256_hex(stable);
-        }
-        self.stable_hash.get_or_compute(xxh3, || sha256_hex(stable))
-    }
-
     /// [`tools::prepare`], reusing the last result for the same tools
     /// (`hash`: their [`tools_hash`], when the caller has it already).
-    fn prepare_tools(
+    pub(crate) fn prepare_tools(
         &self,
         raw: &[crate::turn::Tool],
         hash: Option<u128>,
@@ -714,7 +372,7 @@ impl Assembler {
         tools
     }
 
-    fn tools_from_config(&self) -> Result<Vec<crate::turn::Tool>, ProemError> {
+    pub(crate) fn tools_from_config(&self) -> Result<Vec<crate::turn::Tool>, ProemError> {
         let Some(rel) = &self.config.tools.file else { return Ok(Vec::new()) };
         self.read_tools_file(rel).map_err(|e| match e {
             ProemError::Tools { path, message } if message == "not found" => {
@@ -743,7 +401,7 @@ impl Assembler {
 /// A hash of every field of a tool list, so two lists hash alike only when
 /// they are the same (once per build: the build memo's key and the
 /// prepared tools' memo share it).
-fn tools_hash(tools: &[crate::turn::Tool]) -> u128 {
+pub(crate) fn tools_hash(tools: &[crate::turn::Tool]) -> u128 {
     let mut h = KeyHasher::default();
     h.num(tools.len() as u64);
     for t in tools {
@@ -754,41 +412,4 @@ fn tools_hash(tools: &[crate::turn::Tool]) -> u128 {
         };
     }
     h.finish()
-}
-
-/// The turn's value, else the config's, as one safe line; `None` when blank.
-fn turn_or_config(turn: &Option<String>, config: &Option<String>, max_chars: usize) -> Option<String> {
-    turn.as_deref().or(config.as_deref()).map(|v| one_line(v, max_chars)).filter(|v| !v.is_empty())
-}
-
-fn clean_channel(c: &str) -> String {
-    one_line(c, 32)
-        .to_lowercase()
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
-        .collect()
-}
-
-/// The tokenizer for `model`: `[budget] tokenizer` when set (`None` when that
-/// name is unknown, which config validation rules out), else by model.
-fn tokenizer_for(config: &Config, model: Option<&str>) -> Option<Tokenizer> {
-    match &config.budget.tokenizer {
-        Some(name) => Tokenizer::from_name(name),
-        None => Some(Tokenizer::for_model(model.unwrap_or(""))),
-    }
-}
-
-/// The tools as a runtime sends them natively (one function object each,
-/// compact JSON, as cleaned for the prompt), for counting their tokens.
-fn native_tool_schemas(tools: &[crate::tools::PromptTool]) -> String {
-    let mut out = String::new();
-    for t in tools {
-        let parameters = if t.schema.is_empty() { "{}" } else { t.schema.as_str() };
-        let name = serde_json::to_string(&t.name).unwrap_or_default();
-        let description = serde_json::to_string(&t.summary).unwrap_or_default();
-        out.push_str(&format!(
-            "{{\"type\":\"function\",\"function\":{{\"name\":{name},\"description\":{description},\"parameters\":{parameters}}}}}\n"
-        ));
-    }
-    out
 }

@@ -31,6 +31,7 @@ pub mod report;
 pub mod request;
 pub mod section;
 pub mod skills;
+mod stages;
 pub mod sync;
 pub mod text;
 pub mod tokens;

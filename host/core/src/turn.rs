@@ -19,6 +19,16 @@ pub enum ChatKind {
     Group,
 }
 
+impl ChatKind {
+    /// Its name in the JSON contract, the CLI and the plugin API.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChatKind::Direct => "direct",
+            ChatKind::Group => "group",
+        }
+    }
+}
+
 impl std::str::FromStr for ChatKind {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {

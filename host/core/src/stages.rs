@@ -1,0 +1,648 @@
+//! The stages of one build, in the order [`Assembler::build`] runs them
+//! (docs/ARCHITECTURE.md draws the same line):
+//!
+//! ```text
+//! resolve the turn → read the workspace → run bootstrap hooks → collect sections → fit → report
+//! ```
+//!
+//! Each stage is a method here with the inputs it needs and nothing more;
+//! `Assembler::build_fresh` (assembler.rs) is the sequence.
+
+use crate::assembler::{Assembler, WorkspaceKey, WorkspaceRead};
+use crate::bootstrap::{self, BootstrapFile};
+use crate::budget::{self, Fitted};
+use crate::core_sections::{CoreInputs, StableInputs, TurnInputs};
+use crate::digest::sha256_hex;
+use crate::error::ProemError;
+use crate::mode::{resolve_mode, Mode, SessionKind};
+use crate::plugin::{BuildContext, BuildRun, ContextTool, MemoKeys};
+use crate::report::{Built, Diagnostic, FileDetail, FileReport, PluginReport, SectionReport, TokenReport};
+use crate::section::{core_spec, Placement, Section, Source};
+use crate::skills::{self, Skill};
+use crate::text::{clean_owned, neutralize, one_line};
+use crate::tokens::{save_counts, TokenCounter, Tokenizer};
+use crate::tools::PromptTool;
+use crate::turn::{ChatKind, Turn};
+use crate::zone::{Local, Zone};
+use chrono::{DateTime, FixedOffset};
+use std::borrow::Cow;
+use std::sync::Arc;
+
+/// The turn as the stages use it: every per-turn input resolved against
+/// the config and cleaned, once.
+#[derive(Debug, Clone)]
+pub(crate) struct Resolved {
+    /// The kind of session the key (and heartbeat flag) names.
+    pub session: SessionKind,
+    /// The build's mode.
+    pub mode: Mode,
+    /// The turn's time zone.
+    pub zone: Zone,
+    /// The turn's time in that zone.
+    pub now: DateTime<FixedOffset>,
+    /// The tokenizer the budget counts with.
+    pub tokenizer: Tokenizer,
+    /// The agent's id, one safe line.
+    pub agent_id: String,
+    /// The whole-prompt budget, within its bounds.
+    pub budget_tokens: usize,
+    /// Owner ids, cleaned, sorted and deduplicated.
+    pub owners: Vec<String>,
+    /// What the dynamic sections read.
+    pub turn: TurnInputs,
+}
+
+/// What the workspace gave this build.
+pub(crate) struct Read {
+    /// The bootstrap files, as loaded.
+    pub files: Vec<BootstrapFile>,
+    /// The skills, sorted.
+    pub skills: Arc<Vec<Skill>>,
+    /// The turn's tools (or `[tools] file`'s), prepared.
+    pub tools: Arc<Vec<PromptTool>>,
+    /// The keys plugin outputs are memoised under, when they are.
+    pub plugin_memo: Option<MemoKeys>,
+}
+
+impl Assembler {
+    /// What a build says about the configuration itself before anything
+    /// else (a missing proem.toml).
+    pub(crate) fn config_notes(&self) -> Vec<Diagnostic> {
+        if self.config_found {
+            return Vec::new();
+        }
+        vec![Diagnostic::info(
+            "config_default",
+            format!("{} not found; using the default configuration", self.config_file.display()),
+        )]
+    }
+
+    /// Stage 1, resolve the turn: the mode, the clock in the turn's zone,
+    /// the tokenizer and budget, and every per-turn text made one safe line
+    /// (or neutralised) once.
+    pub(crate) fn resolve_turn(&self, turn: &Turn, now: DateTime<FixedOffset>) -> Result<Resolved, ProemError> {
+        let config = &self.config;
+        let session = SessionKind::of_turn(turn.session_key.as_deref(), turn.heartbeat);
+        let mode = resolve_mode(turn.mode, session, config.agent.mode, config.sessions.subagent_mode);
+        tracing::debug!(%mode, ?session, "mode resolved");
+        let zone = Zone::parse(turn.timezone.as_deref().unwrap_or("UTC"))?;
+        let Local { time: now, abbreviation: zone_abbreviation } = zone.local(now)?;
+        let provider = turn_or_config(&turn.provider, &config.provider.name, 64);
+        let model = turn_or_config(&turn.model, &config.provider.model, 96);
+        let tokenizer = tokenizer_for(config, model.as_deref()).expect("validated with the config");
+        let group_title = match turn.chat_kind {
+            Some(ChatKind::Group) => {
+                turn.group_title.as_deref().map(|t| one_line(&t.replace('"', ""), 100)).filter(|t| !t.is_empty())
+            }
+            _ => None,
+        };
+        let budget_tokens = turn.budget.unwrap_or(config.budget.tokens());
+        crate::bounds::BUDGET_TOKENS.check_usize(budget_tokens).map_err(|why| ProemError::input("--budget", why))?;
+        let mut owners: Vec<String> = turn.owners.iter().map(|o| one_line(o, 128)).filter(|o| !o.is_empty()).collect();
+        owners.sort();
+        owners.dedup();
+        let thinking = turn.thinking.as_deref().or(config.runtime.thinking.as_deref());
+        Ok(Resolved {
+            session,
+            mode,
+            tokenizer,
+            agent_id: one_line(&config.agent_id(self.workspace.root()), 64),
+            budget_tokens,
+            owners,
+            turn: TurnInputs {
+                replies_optional: turn.replies_optional,
+                thinking: thinking.map(|t| one_line(t, 24).to_lowercase()).filter(|t| !t.is_empty()),
+                zone_abbreviation,
+                date: now.format("%Y-%m-%d (%A)").to_string(),
+                timezone: zone.name().to_string(),
+                channel: turn.channel.as_deref().map(clean_channel).filter(|c| !c.is_empty()),
+                chat_kind: turn.chat_kind,
+                group_title,
+                extra: turn
+                    .extra
+                    .as_deref()
+                    .map(|e| neutralize(clean_owned(e.to_string()).trim()))
+                    .filter(|e| !e.is_empty()),
+                provider,
+                model,
+            },
+            zone,
+            now,
+        })
+    }
+
+    /// Stage 2, read the workspace: the bootstrap files, the skills and the
+    /// tools, or what the last build under the same file-check `generation`
+    /// read (with what reading reported then).
+    pub(crate) fn read_workspace(
+        &self,
+        turn: &Turn,
+        resolved: &Resolved,
+        generation: Option<u64>,
+        tools_hash: Option<u128>,
+        plugin_memo: &(dyn Fn() -> Option<MemoKeys> + Sync),
+        diagnostics: &mut Vec<Diagnostic>,
+    ) -> Result<Read, ProemError> {
+        let group_chat = turn.chat_kind == Some(ChatKind::Group);
+        // Minimal and none show pinned skills only (GoClaw).
+        let with_skills = matches!(resolved.mode, Mode::Full | Mode::Task) || !self.config.skills.pinned.is_empty();
+        let key = generation.filter(|_| self.caching.workspace_reads).map(|generation| WorkspaceKey {
+            generation,
+            session: resolved.session,
+            group_chat,
+            with_skills,
+            tools_from_config: turn.tools.is_none(),
+        });
+        // Shared, not copied: only the files and skills the build owns are cloned.
+        let remembered = key.and_then(|k| self.workspace_reads.lock().as_ref().filter(|r| r.key == k).cloned());
+        if let Some(read) = remembered {
+            diagnostics.extend(read.notes.iter().cloned());
+            let mut tool_notes = Vec::new();
+            let tools = match &turn.tools {
+                Some(t) => self.prepare_tools(t, tools_hash, &mut tool_notes),
+                None => self.prepare_tools(&read.config_tools, None, &mut tool_notes),
+            };
+            diagnostics.extend(tool_notes);
+            return Ok(Read {
+                files: read.files.clone(),
+                skills: read.skills.clone(),
+                tools,
+                plugin_memo: plugin_memo(),
+            });
+        }
+        self.read_workspace_files(
+            turn,
+            resolved.session,
+            group_chat,
+            with_skills,
+            key,
+            tools_hash,
+            plugin_memo,
+            diagnostics,
+        )
+    }
+
+    /// [`Assembler::read_workspace`] from disk: the bootstrap files on this
+    /// thread and the skills on proem's reader thread (both are mostly
+    /// system calls), this thread helping with the skills once its own part
+    /// is done. What was read is kept under `key`.
+    #[allow(clippy::too_many_arguments)]
+    fn read_workspace_files(
+        &self,
+        turn: &Turn,
+        session: SessionKind,
+        group_chat: bool,
+        with_skills: bool,
+        key: Option<WorkspaceKey>,
+        tools_hash: Option<u128>,
+        plugin_memo: &(dyn Fn() -> Option<MemoKeys> + Sync),
+        diagnostics: &mut Vec<Diagnostic>,
+    ) -> Result<Read, ProemError> {
+        let config = &self.config;
+        let build_span = tracing::Span::current();
+        let skills_read = crate::parallel::SharedWork::default();
+        let read_skills = || {
+            build_span.in_scope(|| {
+                let _s = tracing::info_span!("load_skills").entered();
+                skills_read.work(
+                    || skills::folders(&self.workspace, &config.skills),
+                    |dir| skills::read(&self.workspace, dir),
+                );
+            })
+        };
+        let notes_from = diagnostics.len();
+        let mut config_tools = Vec::new();
+        let (files, plugin_memo, tools) = crate::parallel::in_place_scope(|scope| {
+            if with_skills {
+                scope.spawn(|_| read_skills());
+            }
+            let plugin_memo = plugin_memo();
+            let files = {
+                let _s = tracing::info_span!("load_files").entered();
+                bootstrap::load(&self.workspace, config, session, group_chat, diagnostics)
+            };
+            let mut tool_notes = Vec::new();
+            let tools = match &turn.tools {
+                Some(t) => Ok(self.prepare_tools(t, tools_hash, &mut tool_notes)),
+                None => self.tools_from_config().map(|t| {
+                    let prepared = self.prepare_tools(&t, None, &mut tool_notes);
+                    config_tools = t;
+                    prepared
+                }),
+            };
+            if with_skills {
+                read_skills();
+            }
+            (files, plugin_memo, tools.map(|t| (t, tool_notes)))
+        });
+        let skills = Arc::new(skills::collect(skills_read.into_results(), &config.skills, diagnostics));
+        let (tools, tool_notes) = tools?;
+        if let Some(key) = key {
+            *self.workspace_reads.lock() = Some(Arc::new(WorkspaceRead {
+                key,
+                files: files.clone(),
+                skills: skills.clone(),
+                config_tools,
+                notes: diagnostics[notes_from..].to_vec(),
+            }));
+        }
+        diagnostics.extend(tool_notes);
+        Ok(Read { files, skills, tools, plugin_memo })
+    }
+
+    /// What the plugins see of this build (`None` without plugins).
+    pub(crate) fn plugin_context(&self, resolved: &Resolved, read: &Read) -> Option<BuildContext> {
+        if self.plugins.is_empty() {
+            return None;
+        }
+        let turn = &resolved.turn;
+        Some(BuildContext {
+            agent_id: resolved.agent_id.clone(),
+            mode: resolved.mode,
+            provider: turn.provider.clone(),
+            model: turn.model.clone(),
+            channel: turn.channel.clone(),
+            chat_kind: turn.chat_kind.map(|k| k.as_str().to_string()),
+            tools: read
+                .tools
+                .iter()
+                .map(|t| ContextTool {
+                    name: t.name.clone(),
+                    description: t.summary.clone(),
+                    parameters_json: t.schema_is_json.then(|| t.schema.clone()),
+                })
+                .collect(),
+            skills: read.skills.clone(),
+            config_json: "{}".into(),
+            now: resolved.now.to_rfc3339(),
+            timezone: resolved.zone.name().to_string(),
+            unix_seconds: resolved.now.timestamp(),
+            utc_offset_seconds: resolved.now.offset().local_minus_utc(),
+            group_title: turn.group_title.clone(),
+            extra: turn.extra.clone(),
+            budget_tokens: u32::try_from(resolved.budget_tokens).unwrap_or(u32::MAX),
+            tokenizer: resolved.tokenizer.name().to_string(),
+        })
+    }
+
+    /// Stage 3, run the `agent:bootstrap` hooks: each may replace, add or
+    /// drop files; then sub-agent and cron sessions keep their allowlist.
+    pub(crate) fn run_bootstrap_hooks(
+        &self,
+        ctx: Option<&BuildContext>,
+        files: Vec<BootstrapFile>,
+        resolved: &Resolved,
+        run: &mut BuildRun,
+        plugin_memo: Option<MemoKeys>,
+    ) -> Result<Vec<BootstrapFile>, ProemError> {
+        let Some(ctx) = ctx else { return Ok(files) };
+        let _s = tracing::info_span!("plugins", hooks = "agent:bootstrap").entered();
+        self.plugins.report_load_failures(run);
+        let mut files =
+            self.plugins.run_bootstrap(ctx, files, clock(resolved), resolved.tokenizer, run, plugin_memo)?;
+        if resolved.session.uses_file_allowlist() {
+            let allow = &self.config.bootstrap.subagent_allowlist;
+            files.retain(|f| allow.contains(&f.name));
+        }
+        Ok(files)
+    }
+
+    /// What the core sections are made from: the stable inputs (files,
+    /// skills, tools, config) and the turn's.
+    pub(crate) fn core_inputs(
+        &self,
+        resolved: &Resolved,
+        files: Vec<BootstrapFile>,
+        skills: Arc<Vec<Skill>>,
+        tools: Arc<Vec<PromptTool>>,
+    ) -> CoreInputs<'_> {
+        let config = &self.config;
+        let agent_name = config.agent.name.as_deref().map(|n| one_line(n, 64)).filter(|n| !n.is_empty());
+        CoreInputs {
+            stable: StableInputs {
+                mode: resolved.mode,
+                session: resolved.session,
+                agent_name: agent_name.unwrap_or_else(|| resolved.agent_id.clone()),
+                agent_id: resolved.agent_id.clone(),
+                kind: config.agent.kind,
+                config,
+                files,
+                skills,
+                tools,
+                workspace_path: if config.sandbox.enabled {
+                    one_line(&config.sandbox.workdir, 200)
+                } else {
+                    one_line(&self.workspace.root().display().to_string(), 400)
+                },
+                owners: resolved.owners.clone(),
+                memos: self.caching.workspace_reads.then_some(&self.render_memos),
+            },
+            turn: resolved.turn.clone(),
+        }
+    }
+
+    /// Stage 4, collect sections: the plugins' section hooks run on their
+    /// threads while this one counts the prompt the core sections make
+    /// alone (the budget stage then finds most paragraphs counted); their
+    /// sections and the caller's go together.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn collect_sections<'c>(
+        &self,
+        ctx: Option<&BuildContext>,
+        inputs: &CoreInputs,
+        contributed: &'c [Section],
+        counter: &TokenCounter,
+        resolved: &Resolved,
+        run: &mut BuildRun,
+        plugin_memo: Option<MemoKeys>,
+    ) -> Result<(Cow<'c, [Section]>, Option<crate::core_sections::CoreRender>), ProemError> {
+        let Some(ctx) = ctx else { return Ok((Cow::Borrowed(contributed), None)) };
+        let _s = tracing::info_span!("plugins", hooks = "sections").entered();
+        let mut ahead = None;
+        let mut count_ahead = || ahead = Some(budget::count_ahead(inputs, counter));
+        let files = &inputs.stable.files;
+        let mut plugin_sections = self.plugins.run_sections(
+            ctx,
+            files,
+            clock(resolved),
+            resolved.tokenizer,
+            run,
+            plugin_memo,
+            &mut count_ahead,
+        )?;
+        if plugin_sections.is_empty() {
+            return Ok((Cow::Borrowed(contributed), ahead));
+        }
+        plugin_sections.extend(contributed.iter().cloned());
+        Ok((Cow::Owned(plugin_sections), ahead))
+    }
+
+    /// Stage 6, the report: the prompt and what made it (sections, files,
+    /// plugins, tokens, diagnostics).
+    pub(crate) fn report(
+        &self,
+        fitted: Fitted,
+        inputs: &CoreInputs,
+        resolved: &Resolved,
+        mut run: BuildRun,
+        counter: &TokenCounter,
+        mut diagnostics: Vec<Diagnostic>,
+    ) -> Built {
+        let (files, file_details) = file_reports(&fitted, inputs, &run, counter);
+        for f in files.iter().filter(|f| f.truncated && !fitted.knobs.file_caps.contains_key(&f.name)) {
+            let why = if f.raw_chars > self.config.budget.per_file_chars { "per-file cap" } else { "total file cap" };
+            diagnostics.push(Diagnostic::warn(
+                "file_truncated",
+                format!("{}: {} characters cut to {} ({why}; raise [budget] per_file_chars / total_file_chars to keep more)", f.name, f.raw_chars, f.injected_chars),
+            ));
+        }
+        let plugins = self
+            .plugins
+            .plugins()
+            .iter()
+            .map(|p| {
+                run.reports.remove(&p.id).unwrap_or_else(|| PluginReport {
+                    id: p.id.clone(),
+                    status: p.status().into(),
+                    elapsed_us: 0,
+                })
+            })
+            .collect();
+        let sections = self.section_reports(&fitted, &run, counter);
+        let joined = fitted.joined;
+        let tokens = TokenReport {
+            total: fitted.total_tokens,
+            stable: fitted.stable_tokens,
+            dynamic: counter.count(&joined.dynamic),
+            budget: resolved.budget_tokens,
+            tool_schemas: match self.config.tools.native_calling {
+                true => counter.count(&native_tool_schemas(&inputs.stable.tools)),
+                false => 0,
+            },
+        };
+        if self.caching.token_counts {
+            save_counts(counter);
+        }
+        Built {
+            stable_hash: match self.caching.token_counts {
+                true => self.stable_hash.get_or_compute(fitted.stable_xxh3, || sha256_hex(&joined.stable)),
+                false => sha256_hex(&joined.stable),
+            },
+            prompt: joined.prompt,
+            stable: joined.stable,
+            dynamic: joined.dynamic,
+            mode: resolved.mode,
+            tokenizer: resolved.tokenizer.name().to_string(),
+            tokens,
+            sections,
+            files,
+            plugins,
+            diagnostics,
+            file_details,
+        }
+    }
+
+    /// Each section of the prompt: where it came from, its size, whether
+    /// it was cut.
+    fn section_reports(&self, fitted: &Fitted, run: &BuildRun, counter: &TokenCounter) -> Vec<SectionReport> {
+        fitted
+            .sections
+            .iter()
+            .map(|s| {
+                let (tokens, hash) = counter.count_hashed(&s.body);
+                SectionReport {
+                    id: s.id.clone(),
+                    source: s.source.to_string(),
+                    zone: s.zone,
+                    chars: self.section_chars(&s.body, hash),
+                    tokens,
+                    truncated: (s.source == Source::Core && fitted.render.truncated.contains(&s.id))
+                        || run.capped.contains(&s.key()),
+                    body_hash: hash as u64,
+                }
+            })
+            .collect()
+    }
+}
+
+/// Each file the build loaded, and what became of it: its sizes, whether
+/// it was cut, and (the detail) its tokens, zone and source. A file whose
+/// section a plugin replaced (SOUL.md under an AIEOS persona) is loaded but
+/// not in the prompt: it is reported as not injected. Only a section placed
+/// `At` the file group's id replaces it: merge refuses any other
+/// contributed section that takes a core id.
+fn file_reports(
+    fitted: &Fitted,
+    inputs: &CoreInputs,
+    run: &BuildRun,
+    counter: &TokenCounter,
+) -> (Vec<FileReport>, Vec<FileDetail>) {
+    let replaced_by = |group_section: &str| {
+        fitted
+            .sections
+            .iter()
+            .find(|s| s.id == group_section && s.source != Source::Core && s.slot.placement() == Placement::At)
+            .map(|s| s.source.to_string())
+    };
+    let mut files = fitted.render.file_reports(inputs);
+    let mut details = Vec::with_capacity(files.len());
+    for f in files.iter_mut() {
+        if let Some(plugin) = run.file_sources.get(&f.name) {
+            f.source = format!("plugin:{plugin}");
+        }
+        let by = fitted.render.files.iter().find(|i| i.name == f.name).and_then(|i| replaced_by(i.group.section_id()));
+        if by.is_some() {
+            f.injected_chars = 0;
+        }
+        let injected =
+            fitted.render.files.iter().find(|i| i.name == f.name && !i.text.is_empty()).filter(|_| by.is_none());
+        details.push(FileDetail {
+            tokens: injected.map(|i| counter.count(&i.text)).unwrap_or(0),
+            zone: injected.and_then(|i| core_spec(i.group.section_id())).map(|spec| spec.zone),
+            source: match (by, run.file_sources.get(&f.name)) {
+                (Some(by), _) => format!("replaced by {by}"),
+                (None, Some(plugin)) => format!("plugin:{plugin}"),
+                (None, None) => "workspace".into(),
+            },
+        });
+    }
+    (files, details)
+}
+
+/// The build's clock as plugins see it: whole seconds since the epoch.
+fn clock(resolved: &Resolved) -> std::time::Duration {
+    std::time::Duration::from_secs(u64::try_from(resolved.now.timestamp()).unwrap_or(0))
+}
+
+/// The turn's value, else the config's, as one safe line; `None` when blank.
+fn turn_or_config(turn: &Option<String>, config: &Option<String>, max_chars: usize) -> Option<String> {
+    turn.as_deref().or(config.as_deref()).map(|v| one_line(v, max_chars)).filter(|v| !v.is_empty())
+}
+
+/// A channel name as the prompt shows it: one lower-case word.
+fn clean_channel(c: &str) -> String {
+    one_line(c, 32)
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+        .collect()
+}
+
+/// The tokenizer for `model`: `[budget] tokenizer` when set (`None` when that
+/// name is unknown, which config validation rules out), else by model.
+fn tokenizer_for(config: &crate::config::Config, model: Option<&str>) -> Option<Tokenizer> {
+    match &config.budget.tokenizer {
+        Some(name) => Tokenizer::from_name(name),
+        None => Some(Tokenizer::for_model(model.unwrap_or(""))),
+    }
+}
+
+/// The tools as a runtime sends them natively (one function object each,
+/// compact JSON, as cleaned for the prompt), for counting their tokens.
+fn native_tool_schemas(tools: &[PromptTool]) -> String {
+    let mut out = String::new();
+    for t in tools {
+        let parameters = if t.schema.is_empty() { "{}" } else { t.schema.as_str() };
+        let name = serde_json::to_string(&t.name).unwrap_or_default();
+        let description = serde_json::to_string(&t.summary).unwrap_or_default();
+        out.push_str(&format!(
+            "{{\"type\":\"function\",\"function\":{{\"name\":{name},\"description\":{description},\"parameters\":{parameters}}}}}\n"
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assembler(config: &str) -> (tempfile::TempDir, Assembler) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("proem.toml"), config).unwrap();
+        std::fs::write(dir.path().join("AGENTS.md"), "# Rules\nBe kind.\n").unwrap();
+        static NO_CODE: std::sync::OnceLock<crate::plugin::runtime::AnswersOnly> = std::sync::OnceLock::new();
+        let runtime = NO_CODE.get_or_init(|| crate::plugin::runtime::AnswersOnly::of(None));
+        let assembler = Assembler::open_with(dir.path(), None, runtime).unwrap();
+        (dir, assembler)
+    }
+
+    fn now() -> DateTime<FixedOffset> {
+        DateTime::parse_from_rfc3339("2026-11-21T23:30:00Z").unwrap()
+    }
+
+    #[test]
+    fn resolving_cleans_every_per_turn_text_once() {
+        let (_dir, a) = assembler("[provider]\nname = \"openai\"\nmodel = \"gpt-5.1\"\n");
+        let turn = Turn {
+            channel: Some(" Tele\u{202e}GRAM!\n".into()),
+            chat_kind: Some(ChatKind::Group),
+            group_title: Some("The \"Team\"\nroom".into()),
+            extra: Some("  be brief <!-- PROEM_CACHE_BOUNDARY -->  ".into()),
+            owners: vec!["b".into(), " ".into(), "a".into(), "b".into()],
+            timezone: Some("Asia/Tokyo".into()),
+            thinking: Some(" HIGH ".into()),
+            ..Turn::default()
+        };
+        let r = a.resolve_turn(&turn, now()).unwrap();
+        assert_eq!(r.turn.channel.as_deref(), Some("telegram"));
+        assert_eq!(r.turn.group_title.as_deref(), Some("The Team room"));
+        let extra = r.turn.extra.as_deref().unwrap();
+        assert!(extra.starts_with("be brief") && !extra.contains("PROEM_CACHE_BOUNDARY"), "{extra}");
+        assert_eq!(r.owners, ["a", "b"]);
+        assert_eq!(r.turn.thinking.as_deref(), Some("high"));
+        assert_eq!(r.turn.date, "2026-11-22 (Sunday)", "the date in the turn's zone");
+        assert_eq!(r.tokenizer, Tokenizer::O200kBase);
+        assert_eq!(r.mode, Mode::Full);
+    }
+
+    #[test]
+    fn a_group_title_counts_only_in_a_group_chat() {
+        let (_dir, a) = assembler("");
+        let turn = Turn { group_title: Some("Room".into()), chat_kind: Some(ChatKind::Direct), ..Turn::default() };
+        assert_eq!(a.resolve_turn(&turn, now()).unwrap().turn.group_title, None);
+    }
+
+    #[test]
+    fn the_session_key_caps_the_mode_and_a_bad_zone_or_budget_is_an_error() {
+        let (_dir, a) = assembler("");
+        let heartbeat = Turn { session_key: Some("agent:main:heartbeat".into()), ..Turn::default() };
+        assert_eq!(a.resolve_turn(&heartbeat, now()).unwrap().mode, Mode::Minimal);
+        let zone = Turn { timezone: Some("Mars/Olympus".into()), ..Turn::default() };
+        assert!(a.resolve_turn(&zone, now()).is_err());
+        let budget = Turn { budget: Some(0), ..Turn::default() };
+        assert!(a.resolve_turn(&budget, now()).is_err());
+    }
+
+    #[test]
+    fn a_second_read_under_one_generation_reads_no_file_and_replays_the_notes() {
+        let (dir, a) = assembler("[bootstrap]\nextra_files = [\"NOTES.md\"]\n");
+        let turn = Turn::default();
+        let r = a.resolve_turn(&turn, now()).unwrap();
+        let mut first = Vec::new();
+        let read = a.read_workspace(&turn, &r, Some(7), None, &|| None, &mut first).unwrap();
+        assert!(read.files.iter().any(|f| f.name == "AGENTS.md"));
+        assert!(first.iter().any(|d| d.message.contains("NOTES.md")), "a missing extra file is noted: {first:?}");
+        // Under the same generation the workspace is not read again: a file
+        // written meanwhile is not seen (the generation would have moved).
+        std::fs::write(dir.path().join("NOTES.md"), "new").unwrap();
+        let mut second = Vec::new();
+        let again = a.read_workspace(&turn, &r, Some(7), None, &|| None, &mut second).unwrap();
+        assert_eq!(second, first);
+        assert_eq!(again.files.len(), read.files.len());
+        let mut third = Vec::new();
+        let fresh = a.read_workspace(&turn, &r, Some(8), None, &|| None, &mut third).unwrap();
+        assert!(fresh.files.iter().any(|f| f.name == "NOTES.md"), "a new generation reads again");
+    }
+
+    #[test]
+    fn without_plugins_there_is_no_plugin_context_and_hooks_change_nothing() {
+        let (_dir, a) = assembler("");
+        let turn = Turn::default();
+        let r = a.resolve_turn(&turn, now()).unwrap();
+        let read = a.read_workspace(&turn, &r, None, None, &|| None, &mut Vec::new()).unwrap();
+        assert!(a.plugin_context(&r, &read).is_none());
+        let names: Vec<String> = read.files.iter().map(|f| f.name.clone()).collect();
+        let files = a.run_bootstrap_hooks(None, read.files, &r, &mut BuildRun::default(), None).unwrap();
+        assert_eq!(files.iter().map(|f| f.name.clone()).collect::<Vec<_>>(), names);
+    }
+}
