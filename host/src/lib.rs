@@ -18,6 +18,7 @@ pub mod assembler;
 pub mod bootstrap;
 pub mod bpe;
 pub mod budget;
+pub mod cache_dir;
 #[doc(hidden)]
 pub mod cli;
 pub mod config;
