@@ -570,15 +570,18 @@ impl Config {
 
     /// Parses and validates config text; `path` only labels errors.
     pub fn parse(source: &str, path: &Path) -> Result<Config, ProemError> {
-        check_list_lengths(source, path)?;
         // The agent's own text first: its errors carry its lines and keys.
-        let config: Config = toml::from_str(source).map_err(|e| {
+        let located = |e: toml::de::Error| {
             let (line, key) = match e.span() {
                 Some(span) => locate_span(source, span.start),
                 None => (None, None),
             };
             ProemError::config(path, line, key, e.message().trim().to_string())
-        })?;
+        };
+        // Parsed once: its lists are checked, then the typed config is read from it.
+        let document = toml::de::DeTable::parse(source).map_err(located)?;
+        check_lists_in_table(document.get_ref(), "", source, path)?;
+        let config = Config::deserialize(toml::de::Deserializer::from(document)).map_err(located)?;
         let config = match config.agent.preset {
             None => config,
             Some(preset) => with_preset(preset, source, path)?,
@@ -730,17 +733,10 @@ impl Config {
     }
 }
 
-/// Refuses any list of the document longer than its cap ([`MAX_PLUGINS`]
-/// for `[[plugins]]`, [`MAX_LIST_ITEMS`] for every other), naming the line
-/// of the first item over it. A document that does not parse passes here:
-/// the typed parse reports its error.
-fn check_list_lengths(source: &str, path: &Path) -> Result<(), ProemError> {
-    match toml::de::DeTable::parse(source) {
-        Ok(document) => check_lists_in_table(document.get_ref(), "", source, path),
-        Err(_) => Ok(()),
-    }
-}
-
+/// Refuses any list of the document (`table`, under the dotted key
+/// `prefix`) longer than its cap ([`MAX_PLUGINS`] for `[[plugins]]`,
+/// [`MAX_LIST_ITEMS`] for every other), naming the line of the first item
+/// over it.
 fn check_lists_in_table(table: &toml::de::DeTable, prefix: &str, source: &str, path: &Path) -> Result<(), ProemError> {
     for (key, value) in table.iter() {
         let key: &str = key.get_ref();

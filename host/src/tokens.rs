@@ -204,6 +204,10 @@ impl TokenCounter {
     pub fn load(&self, dir: &CacheDir) {
         let name = saved_counts_name(self.tokenizer);
         let Ok(data) = dir.read(&name, MAX_COUNTS_FILE_BYTES as u64) else { return };
+        if !data.starts_with(COUNTS_MAGIC) {
+            tracing::debug!(path = %dir.path().join(&name).display(), "token counts of another proem version; ignored");
+            return;
+        }
         let Some(entries) = decode_counts(dir, &data, self.tokenizer) else {
             tracing::warn!(path = %dir.path().join(&name).display(), "token count cache damaged or not ours; ignoring it");
             return;
@@ -682,7 +686,12 @@ mod tests {
         let wrong: Vec<(u128, u32)> =
             decode_counts(&dir, &good, Tokenizer::O200kBase).unwrap().into_iter().map(|(k, n)| (k, n + 1)).collect();
         let forged = encode_counts(&foreign, &wrong, Tokenizer::O200kBase);
-        for bad in [flipped, good[..good.len() - 3].to_vec(), Vec::new(), forged] {
+        // The right counts, signed with this folder's secret, padded to one
+        // entry more than a counter ever saves: over the bound, never read.
+        let mut padded = decode_counts(&dir, &good, Tokenizer::O200kBase).unwrap();
+        padded.extend((0..).map(|k: u128| (k, 1)).take(MEMO_LIMIT + 1 - padded.len()));
+        let oversized = encode_counts(&dir, &padded, Tokenizer::O200kBase);
+        for bad in [flipped, good[..good.len() - 3].to_vec(), Vec::new(), forged, oversized] {
             std::fs::write(&path, &bad).unwrap();
             let c = TokenCounter::new(Tokenizer::O200kBase);
             c.load(&dir);

@@ -99,6 +99,10 @@ fn read_entry(engine: &Engine, dir: &CacheDir, key: &EntryKey) -> Option<Compone
     let name = key.file_name();
     let data = dir.read(&name, MAX_ENTRY_BYTES).ok()?;
     let shown = || dir.path().join(&name).display().to_string();
+    if !data.starts_with(MAGIC) {
+        tracing::debug!(path = %shown(), "component cache entry of another proem version; recompiling");
+        return None;
+    }
     let Some(payload) = decode_entry(dir, key, &data) else {
         tracing::warn!(path = %shown(), "component cache entry damaged or not made for this binary; recompiling");
         return None;
