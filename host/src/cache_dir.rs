@@ -43,11 +43,17 @@ pub const KEY_FILE: &str = "key";
 pub const KEY_BYTES: usize = 32;
 
 /// A cache folder that passed the checks, held open, with its secret.
-#[derive(Debug)]
 pub struct CacheDir {
     path: PathBuf,
     fd: OwnedFd,
     key: Arc<[u8; KEY_BYTES]>,
+}
+
+/// Never prints the secret.
+impl std::fmt::Debug for CacheDir {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CacheDir").field("path", &self.path).field("fd", &self.fd).finish_non_exhaustive()
+    }
 }
 
 /// One file of a cache folder, as [`CacheDir::entries`] lists it.
@@ -417,6 +423,8 @@ mod tests {
         assert!(!again.verify(&[b"x", b""], &dir.mac(&[b"x"])), "parts are length-prefixed");
         let other = CacheDir::open(&parent.path().join("other")).unwrap();
         assert_ne!(dir.mac(&[b"x"]), other.mac(&[b"x"]), "each folder has its own secret");
+        let key = std::fs::read(path.join(KEY_FILE)).unwrap();
+        assert!(!format!("{dir:?}").contains(&format!("{key:?}")[1..20]), "the secret is never printed: {dir:?}");
     }
 
     #[test]
