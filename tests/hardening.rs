@@ -778,3 +778,5 @@ fn the_skill_kept_among_duplicates_is_the_first_by_location() {
         "{message}"
     );
 }
+
+mod cache_trust;

@@ -426,7 +426,7 @@ fn compiled_components_are_cached_and_bad_entries_are_recompiled() {
     let entries: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| p.file_name().unwrap() != "answers")
+        .filter(|p| p.extension().is_some_and(|e| e == "cwasm"))
         .collect();
     assert_eq!(entries.len(), 1, "one entry, no temp files left: {entries:?}");
     let entry = &entries[0];
@@ -462,11 +462,15 @@ fn a_cache_entry_from_another_engine_configuration_is_recompiled() {
     let other = wasmtime::Engine::new(&config).unwrap();
     let foreign = other.precompile_component(&wasm).unwrap();
     let entry = cache::entry_path(dir.path(), ours, &wasm);
-    std::fs::write(&entry, cache::encode_entry(&foreign)).unwrap();
+    // Framed and signed as this user's proem would (a proem built with
+    // other engine settings but the same compatibility hash).
+    let folder = proem_host::cache_dir::CacheDir::open(dir.path()).unwrap();
+    let foreign = cache::encode_entry(&folder, &cache::EntryKey::new(ours, &wasm), &foreign);
+    std::fs::write(&entry, &foreign).unwrap();
     let set = PluginSet::load_with_cache(&configs, agent.path(), Some(dir.path())).unwrap();
     let ready = set.plugins()[0].state.as_ref().unwrap();
     assert_eq!(ready.compiled_from_cache(), Some(false), "a foreign entry is recompiled, not trusted");
-    assert_ne!(std::fs::read(&entry).unwrap(), cache::encode_entry(&foreign), "and replaced");
+    assert_ne!(std::fs::read(&entry).unwrap(), foreign, "and replaced");
     let built = proem_host::Assembler::open(agent.path(), None).unwrap().build(&turn()).unwrap();
     assert_eq!(plugin_status(&built, "fix"), "ok");
 }
@@ -501,11 +505,11 @@ fn processes_racing_to_fill_the_cache_leave_valid_entries_and_nothing_else() {
         let mut names: Vec<String> =
             std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
         names.sort();
-        // Two compiled components, the plugin answers and the saved token
-        // counts; no temp files.
+        // Two compiled components, the plugin answers, the folder's key and
+        // the saved token counts; no temp files.
         let (compiled, rest): (Vec<&String>, Vec<&String>) = names.iter().partition(|n| n.ends_with(".cwasm"));
         assert_eq!(compiled.len(), 2, "{names:?}");
-        assert_eq!(rest, ["answers", "tokens-cl100k_base.bin"], "{names:?}");
+        assert_eq!(rest, ["answers", "key", "tokens-cl100k_base.bin"], "{names:?}");
         // Each plugin's describe answer and the answers of the hooks that see
         // no clock, each whole: the magic line, then JSON that parses.
         let answers: Vec<std::path::PathBuf> =
@@ -514,7 +518,7 @@ fn processes_racing_to_fill_the_cache_leave_valid_entries_and_nothing_else() {
         for path in &answers {
             assert!(path.extension().is_some_and(|e| e == "answer"), "{answers:?}");
             let bytes = std::fs::read(path).unwrap();
-            assert!(bytes.starts_with(b"PROEMANSWER1 "), "{}", path.display());
+            assert!(bytes.starts_with(b"PROEMANSWER2 "), "{}", path.display());
             let at = bytes.iter().position(|b| *b == b'\n').unwrap() + 1;
             serde_json::from_slice::<serde_json::Value>(&bytes[at..]).unwrap();
         }

@@ -104,8 +104,8 @@ impl Assembler {
         let config_file = config_path(agent_dir, config);
         let config_found = config.is_some() || config_file.exists();
         let config = if config_found { Config::load(&config_file)? } else { Config::default() };
-        let cache_dir = crate::plugin::cache::default_dir();
-        let plugins = PluginSet::load_with(&config.plugins, workspace.root(), cache_dir.as_deref(), runtime)?;
+        let cache_dir = crate::cache_dir::default();
+        let plugins = PluginSet::load_with(&config.plugins, workspace.root(), cache_dir, runtime)?;
         Ok(Assembler::assemble(workspace, config, config_file, config_found, plugins))
     }
 
@@ -786,8 +786,8 @@ pub fn shared_counter(tokenizer: Tokenizer) -> &'static TokenCounter {
     static CL100K: OnceLock<TokenCounter> = OnceLock::new();
     let init = || {
         let counter = TokenCounter::new(tokenizer);
-        if let Some(dir) = crate::plugin::cache::default_dir() {
-            counter.load(&crate::tokens::saved_counts_path(&dir, tokenizer));
+        if let Some(dir) = crate::cache_dir::default() {
+            counter.load(&dir);
         }
         counter
     };
@@ -804,10 +804,9 @@ fn save_counts(counter: &TokenCounter) {
     if !counter.has_unsaved() {
         return;
     }
-    let Some(dir) = crate::plugin::cache::default_dir() else { return };
-    let path = crate::tokens::saved_counts_path(&dir, counter.tokenizer());
-    if let Err(e) = counter.save(&path) {
-        tracing::warn!(path = %path.display(), "cannot save token counts: {e}");
+    let Some(dir) = crate::cache_dir::default() else { return };
+    if let Err(e) = counter.save(&dir) {
+        tracing::warn!(dir = %dir.path().display(), "cannot save token counts: {e}");
     }
 }
 

@@ -19,6 +19,7 @@ pub mod bootstrap;
 pub mod bounds;
 pub mod bpe;
 pub mod budget;
+pub mod cache_dir;
 #[doc(hidden)]
 pub mod cli;
 pub mod config;

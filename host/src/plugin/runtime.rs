@@ -16,6 +16,7 @@
 //!
 //! [`ProemError::PluginCodeNeeded`]: crate::ProemError::PluginCodeNeeded
 
+use crate::cache_dir::CacheDir;
 use crate::plugin::answers::executable_identity;
 use crate::plugin::cache::{self, Origin};
 use crate::plugin::call::{self, CallLimits, Outcome, Request};
@@ -52,7 +53,7 @@ pub trait Runtime: Sync {
 
     /// Compiles `wasm` (through the component cache in `cache_dir`) and
     /// pre-instantiates it with the bindings of API version `api`.
-    fn link(&self, wasm: &[u8], api: &str, cache_dir: Option<&Path>) -> LinkResult;
+    fn link(&self, wasm: &[u8], api: &str, cache_dir: Option<&CacheDir>) -> LinkResult;
 
     /// Runs calls concurrently and returns their outcomes in input order,
     /// whatever order they finished in. `meanwhile` runs on the calling
@@ -78,7 +79,7 @@ impl Runtime for Wasmtime {
         true
     }
 
-    fn link(&self, wasm: &[u8], api: &str, cache_dir: Option<&Path>) -> LinkResult {
+    fn link(&self, wasm: &[u8], api: &str, cache_dir: Option<&CacheDir>) -> LinkResult {
         let engine = engine::get()?;
         let (component, origin) = cache::load_or_compile(&engine.engine, wasm, cache_dir)?;
         let pre = engine
@@ -146,7 +147,7 @@ impl Runtime for AnswersOnly {
         false
     }
 
-    fn link(&self, _: &[u8], _: &str, _: Option<&Path>) -> LinkResult {
+    fn link(&self, _: &[u8], _: &str, _: Option<&CacheDir>) -> LinkResult {
         Err(NO_CODE.into())
     }
 

@@ -10,6 +10,7 @@
 //! merged, so completion order never shows in the prompt.
 
 use crate::bootstrap::{self, group_of, load_order, BootstrapFile, FileGroup};
+use crate::cache_dir::CacheDir;
 use crate::config::PluginConfig;
 use crate::error::ProemError;
 use crate::memo::KeyHasher;
@@ -76,7 +77,7 @@ struct Code {
     /// The API version the binary was checked for.
     api: String,
     wasm: Wasm,
-    cache_dir: Option<PathBuf>,
+    cache_dir: Option<Arc<CacheDir>>,
     runtime: &'static dyn Runtime,
     linked: OnceLock<LinkResult>,
 }
@@ -111,6 +112,12 @@ impl Ready {
             Ok((_, origin)) => Some(*origin == cache::Origin::Cached),
             Err(_) => None,
         }
+    }
+
+    /// Whether two loaded plugins run the same code: the entries of one
+    /// binary share it (compiled, linked and described once).
+    pub fn shares_code_with(&self, other: &Ready) -> bool {
+        Arc::ptr_eq(&self.code, &other.code)
     }
 
     /// Whether the plugin speaks 0.2 or later (stable and turn hooks).
@@ -254,31 +261,43 @@ impl PluginSet {
     /// its reason (reported on every build), unless it is `required`, which
     /// makes this an error naming it.
     pub fn load(configs: &[PluginConfig], agent_dir: &Path) -> Result<PluginSet, ProemError> {
-        PluginSet::load_with_cache(configs, agent_dir, cache::default_dir().as_deref())
+        PluginSet::load_with(configs, agent_dir, crate::cache_dir::default(), &WASMTIME)
     }
 
-    /// [`PluginSet::load`] with an explicit compiled-component cache
-    /// directory (`None`: compile every time, write nothing).
+    /// [`PluginSet::load`] with an explicit cache folder (`None`: compile
+    /// every time, write nothing). A folder that fails the checks of
+    /// [`crate::cache_dir`] is not used; a warning says why.
     pub fn load_with_cache(
         configs: &[PluginConfig],
         agent_dir: &Path,
         cache_dir: Option<&Path>,
     ) -> Result<PluginSet, ProemError> {
-        PluginSet::load_with(configs, agent_dir, cache_dir, &WASMTIME)
+        let cache = cache_dir.and_then(|path| match CacheDir::open(path) {
+            Ok(dir) => Some(Arc::new(dir)),
+            Err(why) => {
+                crate::cache_dir::warn_unused(&why);
+                None
+            }
+        });
+        PluginSet::load_with(configs, agent_dir, cache, &WASMTIME)
     }
 
-    /// [`PluginSet::load_with_cache`] on `runtime`. With one that runs no
-    /// code ([`crate::plugin::runtime::AnswersOnly`]), a plugin whose
-    /// `describe` answer is not kept on disk makes this
+    /// [`PluginSet::load_with_cache`] with a checked cache folder, on
+    /// `runtime`. With one that runs no code
+    /// ([`crate::plugin::runtime::AnswersOnly`]), a plugin whose `describe`
+    /// answer is not kept on disk makes this
     /// [`ProemError::PluginCodeNeeded`], and so does any build that would
     /// call a hook whose answer is not kept.
+    ///
+    /// Each distinct binary (by [`Wasm::identity`]: the SHA-256 of a file's
+    /// bytes) is checked, compiled, linked and described once, however
+    /// many entries use it: they share its code.
     pub fn load_with(
         configs: &[PluginConfig],
         agent_dir: &Path,
-        cache_dir: Option<&Path>,
+        cache_dir: Option<Arc<CacheDir>>,
         runtime: &'static dyn Runtime,
     ) -> Result<PluginSet, ProemError> {
-        let mut plugins: Vec<LoadedPlugin> = Vec::with_capacity(configs.len());
         let prepared: Vec<(LoadedPlugin, Result<Wasm, String>)> =
             configs.iter().map(|c| prepare(c, agent_dir)).collect();
         // A pinned binary that changed never loads, required or not.
@@ -303,7 +322,7 @@ impl PluginSet {
             }
         }
         // Identifying the runtime's executable costs a stat: only with plugins.
-        let answers = if prepared.is_empty() { None } else { Answers::open(cache_dir, runtime.identity()) };
+        let answers = if prepared.is_empty() { None } else { Answers::open(cache_dir.as_deref(), runtime.identity()) };
         let empty = || PluginSet {
             plugins: Vec::new(),
             agent_dir: agent_dir.to_path_buf(),
@@ -315,45 +334,15 @@ impl PluginSet {
             return Ok(empty());
         }
         let _span = tracing::info_span!("load_plugins", count = prepared.len()).entered();
-        // What describe said about each binary, from disk when a process of
-        // this proem asked it before: then nothing is compiled now.
-        let mut states: Vec<Option<Result<Ready, String>>> = prepared
-            .iter()
-            .map(|(_, wasm)| {
-                let wasm = wasm.as_ref().ok()?;
-                let answers = answers.as_ref()?;
-                let described: Described = answers.get(describe_key(answers, wasm))?;
-                Some(Ok(ready(described, wasm, cache_dir, runtime)))
-            })
-            .collect();
-        let undescribed = prepared.iter().zip(&states).any(|((_, wasm), state)| wasm.is_ok() && state.is_none());
-        if undescribed && !runtime.runs_code() {
-            return Err(ProemError::PluginCodeNeeded);
-        }
-        // The rest are checked, compiled and described, in parallel: cold
-        // compiles are the slow part of a first run.
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = prepared
-                .iter()
-                .zip(&states)
-                .filter(|(_, state)| state.is_none())
-                .map(|((plugin, wasm), _)| {
-                    let answers = answers.as_ref();
-                    scope.spawn(move || {
-                        let wasm = wasm.as_ref().map_err(Clone::clone)?;
-                        let ready = open(plugin, wasm, cache_dir, agent_dir, answers, runtime);
-                        ready.map_err(|e| format!("{}: {e}", plugin.origin))
-                    })
-                })
-                .collect();
-            let mut handles = handles.into_iter();
-            for state in states.iter_mut().filter(|s| s.is_none()) {
-                let handle = handles.next().expect("one thread per plugin to open");
-                *state = Some(handle.join().unwrap_or_else(|_| Err("the loader thread panicked".into())));
-            }
-        });
-        for ((mut plugin, _), state) in prepared.into_iter().zip(states) {
-            let state = state.expect("every plugin opened");
+        let (binaries, binary_of) = distinct_binaries(&prepared);
+        let states = open_binaries(&binaries, cache_dir.as_ref(), agent_dir, answers.as_ref(), runtime)?;
+        let mut plugins: Vec<LoadedPlugin> = Vec::with_capacity(prepared.len());
+        for ((mut plugin, wasm), binary) in prepared.into_iter().zip(binary_of) {
+            let state = match (wasm, binary) {
+                (Err(why), _) => Err(why),
+                (Ok(_), Some(i)) => states[i].clone().map_err(|e| format!("{}: {e}", plugin.origin)),
+                (Ok(_), None) => Err("no binary".into()),
+            };
             if let Err(why) = &state {
                 if plugin.required {
                     return Err(ProemError::Plugin {
@@ -985,39 +974,119 @@ fn describe_key(answers: &Answers, wasm: &Wasm) -> u128 {
     })
 }
 
+/// The distinct binaries of `prepared` in first-use order, and for each
+/// entry the index of its binary (`None` when it has no bytes).
+fn distinct_binaries(prepared: &[(LoadedPlugin, Result<Wasm, String>)]) -> (Vec<&Wasm>, Vec<Option<usize>>) {
+    let mut binaries: Vec<&Wasm> = Vec::new();
+    let mut first_use: HashMap<&str, usize> = HashMap::new();
+    let binary_of = prepared
+        .iter()
+        .map(|(_, wasm)| {
+            let wasm = wasm.as_ref().ok()?;
+            Some(*first_use.entry(wasm.identity.as_str()).or_insert_with(|| {
+                binaries.push(wasm);
+                binaries.len() - 1
+            }))
+        })
+        .collect();
+    (binaries, binary_of)
+}
+
+/// Each binary ready to run, or why not: what `describe` said about it
+/// from disk when a process of this proem asked it before (then nothing is
+/// compiled now), else checked, compiled and described, in parallel (cold
+/// compiles are the slow part of a first run).
+fn open_binaries(
+    binaries: &[&Wasm],
+    cache_dir: Option<&Arc<CacheDir>>,
+    agent_dir: &Path,
+    answers: Option<&Answers>,
+    runtime: &'static dyn Runtime,
+) -> Result<Vec<Result<Ready, String>>, ProemError> {
+    let mut states: Vec<Option<Result<Ready, String>>> = binaries
+        .iter()
+        .map(|wasm| {
+            let answers = answers?;
+            let described: Described = answers.get(describe_key(answers, wasm))?;
+            Some(Ok(ready(described, wasm, cache_dir, runtime)))
+        })
+        .collect();
+    if states.iter().any(Option::is_none) && !runtime.runs_code() {
+        return Err(ProemError::PluginCodeNeeded);
+    }
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = binaries
+            .iter()
+            .zip(&states)
+            .filter(|(_, state)| state.is_none())
+            .map(|(wasm, _)| scope.spawn(move || open(wasm, cache_dir, agent_dir, answers, runtime)))
+            .collect();
+        let mut handles = handles.into_iter();
+        for state in states.iter_mut().filter(|s| s.is_none()) {
+            let handle = handles.next().expect("one thread per binary to open");
+            *state = Some(handle.join().unwrap_or_else(|_| Err("the loader thread panicked".into())));
+        }
+    });
+    Ok(states.into_iter().map(|state| state.expect("every binary opened")).collect())
+}
+
 /// A plugin ready to run, from what `describe` said; compiled when a call
 /// needs it.
-fn ready(described: Described, wasm: &Wasm, cache_dir: Option<&Path>, runtime: &'static dyn Runtime) -> Ready {
+fn ready(described: Described, wasm: &Wasm, cache_dir: Option<&Arc<CacheDir>>, runtime: &'static dyn Runtime) -> Ready {
     Ready { info: described.info, code: Arc::new(code(described.api, wasm, cache_dir, runtime)) }
 }
 
 /// A binary's code, not compiled yet.
-fn code(api: String, wasm: &Wasm, cache_dir: Option<&Path>, runtime: &'static dyn Runtime) -> Code {
+fn code(api: String, wasm: &Wasm, cache_dir: Option<&Arc<CacheDir>>, runtime: &'static dyn Runtime) -> Code {
     Code {
         api,
         wasm: Wasm { bytes: wasm.bytes.clone(), identity: wasm.identity.clone() },
-        cache_dir: cache_dir.map(Path::to_path_buf),
+        cache_dir: cache_dir.cloned(),
         runtime,
         linked: OnceLock::new(),
     }
 }
 
-/// Checks, compiles (or loads from cache), pre-instantiates and describes,
-/// keeping what `describe` said in `answers`.
+/// The name `describe`'s sandbox runs under: it seeds the call's
+/// randomness (and tags its log lines) in place of the plugin id.
+const DESCRIBE_SANDBOX: &str = "describe";
+
+/// Calls `describe` in a sandbox that depends on nothing an entry
+/// configures: no grant, the clock at 0, randomness seeded from
+/// [`DESCRIBE_SANDBOX`] rather than the id, the default memory cap and
+/// output caps, and [`DESCRIBE_DEADLINE`]. What a plugin says about itself
+/// is then a function of its binary alone, so it is asked once per binary
+/// and kept on disk by the binary only: the same answer under any id,
+/// config, grant or limit, cached or not.
+fn describe(code: &Code, agent_dir: &Path) -> PendingCall {
+    let sandbox = Sandbox {
+        plugin: DESCRIBE_SANDBOX.into(),
+        grants: Grants::default(),
+        agent_dir: agent_dir.to_path_buf(),
+        memory_bytes: DEFAULT_MEMORY_MIB as usize * 1024 * 1024,
+        now: Duration::ZERO,
+        tokenizer: Tokenizer::O200kBase,
+    };
+    let caps = OutputCaps { max_bytes: DEFAULT_OUTPUT_KIB as usize * 1024, max_items: hooks::MAX_ITEMS };
+    match code.linked() {
+        Ok(linked) => linked.call(sandbox, CallLimits::for_plugin(DESCRIBE_DEADLINE, caps), Request::Info),
+        Err(e) => Box::pin(std::future::ready(Outcome::host_failure(e))),
+    }
+}
+
+/// Checks, compiles (or loads from cache), pre-instantiates and describes
+/// a binary, keeping what `describe` said in `answers`.
 fn open(
-    plugin: &LoadedPlugin,
     wasm: &Wasm,
-    cache_dir: Option<&Path>,
+    cache_dir: Option<&Arc<CacheDir>>,
     agent_dir: &Path,
     answers: Option<&Answers>,
     runtime: &'static dyn Runtime,
 ) -> Result<Ready, String> {
     let api = binary::check(&wasm.bytes)?;
     let code = code(api.clone(), wasm, cache_dir, runtime);
-    let _ = code.linked.set(Ok(runtime.link(&wasm.bytes, &api, cache_dir)?));
-    let describe =
-        plugin.call(&code, agent_dir, Duration::ZERO, Tokenizer::O200kBase, DESCRIBE_DEADLINE, Request::Info);
-    let outcome = runtime.run(vec![describe], &mut || {}).remove(0);
+    let _ = code.linked.set(Ok(runtime.link(&wasm.bytes, &api, cache_dir.map(|d| &**d))?));
+    let outcome = runtime.run(vec![describe(&code, agent_dir)], &mut || {}).remove(0);
     let info = match outcome.result {
         Ok(Response::Info(info)) => info,
         Ok(_) => return Err("describe answered with the wrong hook".into()),
