@@ -688,6 +688,57 @@ fn a_scaffolded_plugin_builds_on_its_own_and_loads() {
     assert!(String::from_utf8_lossy(&again.stderr).contains("already configured"));
 }
 
+/// `proem plugin new` with names that read as something else in the
+/// generated code (the SDK's imports, the prelude, a keyword once
+/// CamelCased) makes crates that build, every hook included; names cargo
+/// or Rust refuse are refused before anything is made, and so is an SDK
+/// path with a control character, naming the flag.
+#[test]
+fn hostile_plugin_names_are_refused_or_make_crates_that_build() {
+    let work = tempfile::tempdir().unwrap();
+    let sdk = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../sdk");
+    let new = |name: &str, sdk_path: &str| {
+        Command::new(env!("CARGO_BIN_EXE_proem"))
+            .args(["plugin", "new", name, "--hooks", "stable,overlay,turn,bootstrap", "--sdk-path", sdk_path])
+            .current_dir(work.path())
+            .output()
+            .unwrap()
+    };
+    for refused in ["fn", "self", "test", "std", "proem-sdk", "proem_sdk", "../x", "a/b", "A", "1a", "-a", ""] {
+        let out = new(refused, sdk.to_str().unwrap());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{refused:?}: {err}");
+        assert!(err.contains("plugin name") || err.contains("pick another name"), "{refused:?}: {err}");
+    }
+    let odd_sdk = work.path().join("sdk\nname = \"evil\"\n");
+    std::os::unix::fs::symlink(&sdk, &odd_sdk).unwrap();
+    let out = new("fine", odd_sdk.to_str().unwrap());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("--sdk-path") && err.contains("control character (U+000A)"), "{err}");
+    std::fs::remove_file(&odd_sdk).unwrap();
+    assert_eq!(std::fs::read_dir(work.path()).unwrap().count(), 0, "nothing is made for a refused name or path");
+
+    let target = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("scaffold-target");
+    for name in ["plugin", "file", "ok", "self-", "result", "turn-hook"] {
+        let out = new(name, sdk.to_str().unwrap());
+        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        let mut build = Command::new("cargo");
+        build.args(["check", "--lib", "--target-dir"]).arg(&target).current_dir(work.path().join(name));
+        for var in [
+            "CARGO_ENCODED_RUSTFLAGS",
+            "RUSTFLAGS",
+            "CARGO_TARGET_DIR",
+            "CARGO_BUILD_TARGET",
+            "RUSTC_WORKSPACE_WRAPPER",
+        ] {
+            build.env_remove(var);
+        }
+        let built = build.output().unwrap();
+        assert!(built.status.success(), "{name}: {}", String::from_utf8_lossy(&built.stderr));
+    }
+}
+
 /// The testkit runs a built .wasm through the real host, as a plugin
 /// author's own test would.
 #[test]
