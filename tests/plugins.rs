@@ -690,7 +690,9 @@ fn a_scaffolded_plugin_builds_on_its_own_and_loads() {
 
 /// `proem plugin new` with names that read as something else in the
 /// generated code (the SDK's imports, the prelude, a keyword once
-/// CamelCased) makes crates that build, every hook included; names cargo
+/// CamelCased) makes crates whose code and tests compile, every hook
+/// included (`cargo test --no-run`, sharing the scaffold test's target
+/// folder, so the SDK's dependencies are built once); names cargo
 /// or Rust refuse are refused before anything is made, and so is an SDK
 /// path with a control character, naming the flag.
 #[test]
@@ -704,7 +706,7 @@ fn hostile_plugin_names_are_refused_or_make_crates_that_build() {
             .output()
             .unwrap()
     };
-    for refused in ["fn", "self", "test", "std", "proem-sdk", "proem_sdk", "../x", "a/b", "A", "1a", "-a", ""] {
+    for refused in ["fn", "self", "test", "std", "proem-sdk", "proem_sdk", "../x", "a/b", "A", "1a", "_a", ""] {
         let out = new(refused, sdk.to_str().unwrap());
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{refused:?}: {err}");
@@ -724,7 +726,7 @@ fn hostile_plugin_names_are_refused_or_make_crates_that_build() {
         let out = new(name, sdk.to_str().unwrap());
         assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
         let mut build = Command::new("cargo");
-        build.args(["check", "--lib", "--target-dir"]).arg(&target).current_dir(work.path().join(name));
+        build.args(["test", "--no-run", "--target-dir"]).arg(&target).current_dir(work.path().join(name));
         for var in [
             "CARGO_ENCODED_RUSTFLAGS",
             "RUSTFLAGS",
