@@ -130,9 +130,15 @@ enum PluginAction {
     /// layout of wkg, Spin and wasmCloud) into AGENT_DIR/plugins/ and add its
     /// [[plugins]] entry to proem.toml with the component's sha256 pinned.
     /// The binary is checked before anything is written; nothing existing
-    /// is overwritten. A registry on this machine (localhost, 127.0.0.1,
-    /// [::1]) is spoken to over HTTP, any other over HTTPS only. Credentials:
-    /// PROEM_REGISTRY_USER and PROEM_REGISTRY_PASSWORD, else anonymous.
+    /// is overwritten, nothing is written through a symlink. A registry on
+    /// this machine (localhost, 127.0.0.1, [::1]) is spoken to over HTTP,
+    /// any other over HTTPS only. What the registry sends is bounded as it
+    /// arrives: the manifest at 4 MiB; one application/wasm layer, decided
+    /// from the manifest before it is fetched, of at most 64 MiB and
+    /// exactly the size and sha256 the manifest gives. A redirect to another
+    /// host is followed only for the layer (checked by its digest), never
+    /// with the credentials: PROEM_REGISTRY_USER and PROEM_REGISTRY_PASSWORD,
+    /// else anonymous.
     Pull {
         /// oci://REGISTRY/REPOSITORY:TAG (or @sha256:DIGEST).
         #[arg(value_name = "OCI_REF")]
@@ -143,6 +149,8 @@ enum PluginAction {
         /// The plugin id in proem.toml (default: the repository's last part).
         #[arg(long, value_name = "ID")]
         id: Option<String>,
+        #[command(flatten)]
+        timeouts: RegistryTimeouts,
     },
     /// Add a local plugin binary to an agent: copies it to
     /// AGENT_DIR/plugins/ and appends its [[plugins]] entry, sha256 pinned,
@@ -169,6 +177,8 @@ enum PluginAction {
         /// oci://REGISTRY/REPOSITORY:TAG
         #[arg(value_name = "OCI_REF")]
         reference: String,
+        #[command(flatten)]
+        timeouts: RegistryTimeouts,
     },
     /// Create a standalone plugin crate NAME in the current folder: its own
     /// rust-toolchain.toml (with the wasm32-wasip2 target), a cdylib,
@@ -188,6 +198,32 @@ enum PluginAction {
         #[arg(long, value_name = "DIR")]
         sdk_path: Option<PathBuf>,
     },
+}
+
+/// How long `plugin pull` and `plugin push` wait for a registry, in
+/// seconds (1 to 86400 each).
+#[derive(clap::Args)]
+struct RegistryTimeouts {
+    /// The longest wait to open a connection (TCP and TLS).
+    #[arg(long, value_name = "SECS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    connect_timeout: u64,
+    /// The longest wait for the next bytes of an answer.
+    #[arg(long, value_name = "SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    read_timeout: u64,
+    /// The whole transfer: every request, redirect and byte.
+    #[arg(long, value_name = "SECS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    timeout: u64,
+}
+
+impl RegistryTimeouts {
+    fn get(&self) -> crate::plugin::oci::Timeouts {
+        use std::time::Duration;
+        crate::plugin::oci::Timeouts {
+            connect: Duration::from_secs(self.connect_timeout),
+            read: Duration::from_secs(self.read_timeout),
+            total: Duration::from_secs(self.timeout),
+        }
+    }
 }
 
 /// What `plugin add` and `plugin pull` tell the operator.
@@ -472,8 +508,8 @@ fn run(cli: Cli) -> Result<Output, ProemError> {
             let hooks = hooks.iter().map(|h| ScaffoldHook::parse(h)).collect::<Result<Vec<_>, _>>();
             let hooks = hooks.map_err(|e| ProemError::input("--hooks", e))?;
             let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-            let dir =
-                new_plugin(&here, &name, &hooks, sdk_path.as_deref()).map_err(|e| ProemError::input("NAME", e))?;
+            let dir = new_plugin(&here, &name, &hooks, sdk_path.as_deref())
+                .map_err(|e| ProemError::input("plugin new", e))?;
             Ok(format!(
                 "created {}
 next:
@@ -486,8 +522,8 @@ next:
             )
             .into())
         }
-        Command::Plugin { action: PluginAction::Pull { reference, into, id } } => {
-            let pulled = crate::plugin::oci::pull(&reference, &into, id.as_deref())
+        Command::Plugin { action: PluginAction::Pull { reference, into, id, timeouts } } => {
+            let pulled = crate::plugin::oci::pull(&reference, &into, id.as_deref(), &timeouts.get())
                 .map_err(|e| ProemError::input("plugin pull", e))?;
             Ok(format!("pulled {reference}\n{}", installed(&into, &pulled)).into())
         }
@@ -496,9 +532,9 @@ next:
                 .map_err(|e| ProemError::input("plugin add", e))?;
             Ok(installed(&into, &added).into())
         }
-        Command::Plugin { action: PluginAction::Push { file, reference } } => {
-            let pushed =
-                crate::plugin::oci::push(&file, &reference).map_err(|e| ProemError::input("plugin push", e))?;
+        Command::Plugin { action: PluginAction::Push { file, reference, timeouts } } => {
+            let pushed = crate::plugin::oci::push(&file, &reference, &timeouts.get())
+                .map_err(|e| ProemError::input("plugin push", e))?;
             Ok(format!("pushed {} to {}\nsha256 {}\n", file.display(), pushed.reference, pushed.sha256).into())
         }
         Command::Plugin { action: PluginAction::Check { file } } => {

@@ -23,6 +23,7 @@ pub mod builtin;
 pub mod cache;
 pub mod call;
 pub mod check;
+pub mod download;
 pub mod engine;
 pub mod hooks;
 pub mod install;
