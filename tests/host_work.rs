@@ -80,6 +80,8 @@ struct Run {
     peak_mib: u64,
 }
 
+// The child is reaped by wait4, which also reports its peak RSS.
+#[allow(clippy::zombie_processes)]
 fn build(agent: &Agent) -> Run {
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_proem-full"))
         .args(["build", agent.path().to_str().unwrap(), "--format", "json", "--now", "2026-11-21T09:30:00Z"])
