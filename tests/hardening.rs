@@ -271,6 +271,7 @@ mod limits {
             memory_bytes: cap_mib << 20,
             now: Duration::ZERO,
             tokenizer: Tokenizer::O200kBase,
+            view: Default::default(),
         };
         let mut store = Store::new(&engine::get().unwrap().engine, sandbox.state().unwrap());
         store.limiter(|s| &mut s.limiter);

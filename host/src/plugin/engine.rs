@@ -138,6 +138,10 @@ impl PluginEngine {
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(|e| format!("cannot link WASI: {e}"))?;
         crate::plugin::virtual_io::add_to_linker(&mut linker)
             .map_err(|e| format!("cannot link the virtual clock: {e}"))?;
+        crate::plugin::workspace_fs::add_to_linker(&mut linker)
+            .map_err(|e| format!("cannot link the workspace filesystem: {e}"))?;
+        crate::plugin::sandbox::add_to_linker(&mut linker)
+            .map_err(|e| format!("cannot link the charged random numbers: {e}"))?;
         wit::v0_1::add_to_linker(&mut linker).map_err(|e| format!("cannot link the plugin API: {e}"))?;
         wit::v0_2::add_to_linker(&mut linker).map_err(|e| format!("cannot link the plugin API 0.2: {e}"))?;
         let runtime = tokio::runtime::Builder::new_multi_thread()

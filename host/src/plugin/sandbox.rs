@@ -4,14 +4,14 @@
 //!
 //! | what | default | opt-in |
 //! |---|---|---|
-//! | filesystem | none | `workspace-read`: the agent directory, read-only, at `/workspace` |
+//! | filesystem | none | `workspace-read`: the agent directory, read-only, at `/workspace` (`workspace_fs.rs`: stable hooks see no per-turn file and fixed times; at most [`MAX_OPEN_FILES`](crate::plugin::workspace_fs::MAX_OPEN_FILES) open at once; reads of at most 64 KiB, charged) |
 //! | network (TCP, UDP, DNS) | denied | none |
 //! | environment, arguments | empty | none |
 //! | stdin / stdout | empty / discarded | none |
 //! | stderr | captured (16 KiB) into the failure diagnostic | none |
 //! | wall clock | frozen at the build's `now` | none |
 //! | monotonic clock | frozen at 0; timers fire at once, `poll` waits for all (`virtual_io.rs`) | none |
-//! | randomness | seeded from the plugin id (reproducible) | none |
+//! | randomness | seeded from the plugin id (reproducible); at most [`RANDOM_MAX_BYTES`] a call, charged | none |
 //! | memory | 32 MiB (`memory_mib`), all memories and tables of the call together | per plugin |
 //! | instances, memories, tables, handles | at most [`MAX_INSTANCES`], [`MAX_MEMORIES`], [`MAX_TABLES`], [`MAX_HANDLES`] | none |
 //! | `count-tokens` | at most [`COUNT_TOKENS_MAX_BYTES`] a call, charged [`COUNT_TOKENS_COST_PER_KIB`] | none |
@@ -19,19 +19,27 @@
 //! Time a plugin is charged is never the host's real time: host functions
 //! charge fixed costs by input size (see [`CallClock`]), so whether the
 //! tokenizer was built or a count was memoised never changes what a plugin
-//! can do within its deadline.
+//! can do within its deadline. Every host function that does work in
+//! proportion to what it is asked (files, listings, random bytes, token
+//! counts) is capped per call and charged; the rest (the clocks, stdio,
+//! `log`, denied sockets) do a fixed, small amount of work and are charged
+//! their real time like the plugin's own code.
 
+use crate::plugin::workspace_fs::{FsView, View, Workspace};
+use crate::sync::Lock;
 use crate::tokens::Tokenizer;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wasmtime::component::ResourceTable;
+use wasmtime::component::{HasData, Linker};
+use wasmtime_wasi::p2::bindings::random::{insecure, random};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
-use wasmtime_wasi::{FsPerms, HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi::random::WasiRandomCtx;
+use wasmtime_wasi::{HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 /// Where the agent directory is mounted for plugins granted `workspace-read`.
 pub const WORKSPACE_MOUNT: &str = "/workspace";
@@ -158,64 +166,96 @@ pub const COUNT_TOKENS_MAX_BYTES: usize = 1024 * 1024;
 /// served from the memo costs the same as one encoded on a cold process.
 pub const COUNT_TOKENS_COST_PER_KIB: Duration = Duration::from_micros(40);
 
+/// Most bytes one `get-random-bytes` (or `get-insecure-random-bytes`) call
+/// may ask for; more traps, naming the limit (wasmtime-wasi's own limit is
+/// 64 MiB, made on the host before the guest has room for them).
+pub const RANDOM_MAX_BYTES: u64 = 1024 * 1024;
+
+/// What a call for random numbers charges the caller's deadline (each
+/// `get-random-u64`, and each `get-random-bytes` on top of its bytes; a
+/// `get-random-u64` takes ~0.4 µs, the guest's loop included).
+pub const RANDOM_CALL_COST: Duration = Duration::from_micros(1);
+
+/// What random bytes charge per KiB (wasmtime-wasi makes them a byte at a
+/// time: ~9 µs per KiB measured, 1 MiB in ~9.4 ms).
+pub const RANDOM_COST_PER_KIB: Duration = Duration::from_micros(20);
+
+/// Real time host functions may give back to one call in all (the host's
+/// time is not the plugin's; see [`CallClock`]): instantiation, a cold
+/// tokenizer, file reads. A call therefore ends within its deadline plus
+/// this plus two epoch ticks, whatever it asks of the host; past it, the
+/// host's time counts as the plugin's.
+pub const HOST_TIME_ALLOWANCE: Duration = Duration::from_millis(100);
+
 /// The deadline of one call, in the plugin's own time.
 ///
 /// The epoch callback stops wasm code once `Instant::now()` passes
-/// `deadline`. A host function moves the deadline: out by the real time it
-/// spent (the host's time is not the plugin's) and in by a fixed cost for
-/// the work it did for the plugin. The real time spent in host functions is
-/// also published through `host_time` so the wall-clock timeout of the call
-/// (a backstop for blocked calls) moves with it.
+/// [`CallClock::deadline`]. A host function moves the deadline: out by the
+/// real time it spent (the host's time is not the plugin's), in all at most
+/// [`HOST_TIME_ALLOWANCE`], and in by a fixed cost for the work it did for
+/// the plugin. The same real time moves the call's wall-clock timeout (a
+/// backstop for blocked calls), so both stay within the deadline plus the
+/// allowance.
+///
+/// Clones share one clock: every host object a call creates (a file stream)
+/// charges the same deadline.
 #[derive(Debug, Clone)]
-pub struct CallClock {
+pub struct CallClock(Arc<Lock<Charges>>);
+
+/// What a [`CallClock`] has counted since its call started.
+#[derive(Debug)]
+struct Charges {
     budget: Duration,
     started: Instant,
-    deadline: Instant,
-    host_time: Arc<AtomicU64>,
+    /// Fixed costs host functions charged.
+    charged: Duration,
+    /// Real host time given back (at most [`HOST_TIME_ALLOWANCE`]).
+    given_back: Duration,
 }
 
 impl CallClock {
     /// A clock whose deadline is `budget` from now.
     pub fn start(budget: Duration) -> CallClock {
-        let now = Instant::now();
-        CallClock { budget, started: now, deadline: now + budget, host_time: Arc::default() }
+        let started = Instant::now();
+        CallClock(Arc::new(Lock::new(Charges { budget, started, charged: Duration::ZERO, given_back: Duration::ZERO })))
     }
 
     /// Gives the whole budget again from now, the time since the start
     /// counted as the host's (used once instantiation is done).
-    pub fn restart(&mut self) {
-        let now = Instant::now();
-        self.add_host_time(now - self.started);
-        self.started = now;
-        self.deadline = now + self.budget;
+    pub fn restart(&self) {
+        let mut c = self.0.lock();
+        c.given_back = c.started.elapsed().min(HOST_TIME_ALLOWANCE);
     }
 
-    fn add_host_time(&self, spent: Duration) {
-        self.host_time.fetch_add(u64::try_from(spent.as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
-    }
-
-    /// When the plugin's time runs out.
+    /// When the plugin's time runs out: its budget from the start, plus the
+    /// host time given back, less what host functions charged.
     pub fn deadline(&self) -> Instant {
-        self.deadline
+        let c = self.0.lock();
+        (c.started + c.budget + c.given_back).checked_sub(c.charged).unwrap_or(c.started)
     }
 
-    /// Real time spent in host functions so far (shared with the caller).
-    pub fn host_time(&self) -> Arc<AtomicU64> {
-        self.host_time.clone()
+    /// When the call is stopped whatever it is doing: the budget plus the
+    /// host time given back, uncharged (`slack` is added for the epoch
+    /// tick in progress).
+    pub fn wall_limit(&self, slack: Duration) -> Instant {
+        let c = self.0.lock();
+        c.started + c.budget + c.given_back + slack
     }
 
     /// Runs host work for the plugin: refused (as a deadline overrun) when
     /// `cost` does not fit in the time left; otherwise `work` runs, its real
-    /// time is given back and `cost` is charged instead.
-    pub fn charge<R>(&mut self, cost: Duration, work: impl FnOnce() -> R) -> Result<R, wasmtime::Error> {
+    /// time is given back (within [`HOST_TIME_ALLOWANCE`]) and `cost` is
+    /// charged instead.
+    pub fn charge<R>(&self, cost: Duration, work: impl FnOnce() -> R) -> Result<R, wasmtime::Error> {
         let started = Instant::now();
-        if started + cost > self.deadline {
+        if started + cost > self.deadline() {
             return Err(wasmtime::Trap::Interrupt.into());
         }
         let out = work();
         let spent = started.elapsed();
-        self.deadline = self.deadline + spent - cost;
-        self.add_host_time(spent);
+        let mut c = self.0.lock();
+        c.given_back = (c.given_back + spent).min(HOST_TIME_ALLOWANCE);
+        c.charged += cost;
         Ok(out)
     }
 }
@@ -242,6 +282,7 @@ pub struct State {
     stderr: MemoryOutputPipe,
     /// The call's deadline (set by [`call`](crate::plugin::call)).
     pub clock: CallClock,
+    workspace: Workspace,
 }
 
 impl WasiView for State {
@@ -265,6 +306,10 @@ pub struct Sandbox {
     pub now: Duration,
     /// The build's tokenizer, for `count-tokens` (built only if a plugin counts).
     pub tokenizer: Tokenizer,
+    /// What of the workspace the call sees with `workspace-read`: a call
+    /// whose answer goes above the cache boundary sees the stable inputs
+    /// only.
+    pub view: View,
 }
 
 impl Sandbox {
@@ -279,14 +324,19 @@ impl Sandbox {
             .secure_random(StdRng::seed_from_u64(seed))
             .insecure_random(StdRng::seed_from_u64(seed.rotate_left(17)))
             .insecure_random_seed(u128::from(seed))
+            .max_random_size(RANDOM_MAX_BYTES)
             .allow_tcp(false)
             .allow_udp(false)
             .allow_ip_name_lookup(false)
             .allow_blocking_current_thread(false);
-        if self.grants.workspace_read {
-            b.preopened_dir(&self.agent_dir, WORKSPACE_MOUNT, FsPerms::ReadOnly)
-                .map_err(|e| format!("cannot mount {} read-only: {e}", self.agent_dir.display()))?;
-        }
+        // The workspace is proem's own WASI filesystem (`workspace_fs.rs`),
+        // not a wasmtime-wasi preopen.
+        let workspace = if self.grants.workspace_read {
+            Workspace::mount(&self.agent_dir, self.view)
+                .map_err(|e| format!("cannot mount {} read-only: {e}", self.agent_dir.display()))?
+        } else {
+            Workspace::none()
+        };
         Ok(State {
             wasi: b.build(),
             table: ResourceTable::new(),
@@ -296,6 +346,7 @@ impl Sandbox {
             logs: Vec::new(),
             stderr,
             clock: CallClock::start(Duration::ZERO),
+            workspace,
         })
     }
 }
@@ -320,6 +371,15 @@ impl State {
     /// The call's resource table (for `virtual_io.rs`).
     pub(crate) fn table(&mut self) -> &mut ResourceTable {
         &mut self.table
+    }
+
+    /// The call's workspace, table and clock (for `workspace_fs.rs`).
+    pub(crate) fn fs(&mut self) -> FsView<'_> {
+        FsView::new(&mut self.workspace, &mut self.table, &self.clock)
+    }
+
+    fn random(&mut self) -> ChargedRandom<'_> {
+        ChargedRandom { random: self.wasi.random(), clock: &self.clock }
     }
 
     /// The memory cap in bytes.
@@ -362,6 +422,75 @@ impl State {
     }
 }
 
+/// WASI's random numbers, capped at [`RANDOM_MAX_BYTES`] a call and
+/// charged to the caller's deadline ([`RANDOM_CALL_COST`] a call and
+/// [`RANDOM_COST_PER_KIB`]); the numbers are wasmtime-wasi's, from the
+/// call's seeded generators.
+pub struct ChargedRandom<'a> {
+    random: &'a mut WasiRandomCtx,
+    clock: &'a CallClock,
+}
+
+struct Charged;
+
+impl HasData for Charged {
+    type Data<'a> = ChargedRandom<'a>;
+}
+
+/// Replaces WASI's `random` and `insecure` interfaces in `linker` (which
+/// must already hold wasmtime-wasi's) with the charged ones.
+pub fn add_to_linker(linker: &mut Linker<State>) -> wasmtime::Result<()> {
+    linker.allow_shadowing(true);
+    random::add_to_linker::<State, Charged>(linker, State::random)?;
+    insecure::add_to_linker::<State, Charged>(linker, State::random)?;
+    linker.allow_shadowing(false);
+    Ok(())
+}
+
+impl ChargedRandom<'_> {
+    /// Checks `len` against [`RANDOM_MAX_BYTES`] and charges its cost, then
+    /// runs `make`.
+    fn bytes(
+        &mut self,
+        len: u64,
+        make: fn(&mut WasiRandomCtx, u64) -> wasmtime::Result<Vec<u8>>,
+    ) -> wasmtime::Result<Vec<u8>> {
+        if len > RANDOM_MAX_BYTES {
+            return Err(wasmtime::format_err!(
+                "asked for {len} random bytes, over the limit of {RANDOM_MAX_BYTES} bytes a call"
+            ));
+        }
+        let kib = u32::try_from(len.div_ceil(1024)).unwrap_or(u32::MAX);
+        let random = &mut *self.random;
+        self.clock.charge(RANDOM_CALL_COST + RANDOM_COST_PER_KIB * kib, || make(random, len))?
+    }
+
+    fn number(&mut self, make: fn(&mut WasiRandomCtx) -> wasmtime::Result<u64>) -> wasmtime::Result<u64> {
+        let random = &mut *self.random;
+        self.clock.charge(RANDOM_CALL_COST, || make(random))?
+    }
+}
+
+impl random::Host for ChargedRandom<'_> {
+    fn get_random_bytes(&mut self, len: u64) -> wasmtime::Result<Vec<u8>> {
+        self.bytes(len, random::Host::get_random_bytes)
+    }
+
+    fn get_random_u64(&mut self) -> wasmtime::Result<u64> {
+        self.number(random::Host::get_random_u64)
+    }
+}
+
+impl insecure::Host for ChargedRandom<'_> {
+    fn get_insecure_random_bytes(&mut self, len: u64) -> wasmtime::Result<Vec<u8>> {
+        self.bytes(len, insecure::Host::get_insecure_random_bytes)
+    }
+
+    fn get_insecure_random_u64(&mut self) -> wasmtime::Result<u64> {
+        self.number(insecure::Host::get_insecure_random_u64)
+    }
+}
+
 /// A reproducible seed per plugin id.
 fn seed(plugin: &str) -> u64 {
     let digest = Sha256::digest(format!("proem-plugin-seed:{plugin}").as_bytes());
@@ -387,5 +516,28 @@ impl HostMonotonicClock for FrozenMonotonicClock {
     }
     fn now(&self) -> u64 {
         0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_time_is_given_back_up_to_the_allowance_and_charges_are_fixed() {
+        let budget = Duration::from_millis(50);
+        let clock = CallClock::start(budget);
+        let first = clock.deadline();
+        // Host work that takes longer than the allowance gives back only
+        // the allowance; the fixed cost comes off whatever the real time.
+        let cost = Duration::from_millis(5);
+        clock.charge(cost, || std::thread::sleep(HOST_TIME_ALLOWANCE + Duration::from_millis(30))).unwrap();
+        assert_eq!(clock.deadline(), first + HOST_TIME_ALLOWANCE - cost);
+        assert_eq!(clock.wall_limit(Duration::ZERO), first + HOST_TIME_ALLOWANCE);
+        // A cost that does not fit in what is left traps before any work.
+        let mut ran = false;
+        let refused = clock.charge(budget + HOST_TIME_ALLOWANCE, || ran = true);
+        assert!(refused.unwrap_err().downcast_ref::<wasmtime::Trap>() == Some(&wasmtime::Trap::Interrupt));
+        assert!(!ran);
     }
 }

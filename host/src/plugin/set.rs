@@ -19,6 +19,7 @@ use crate::plugin::call::{CallLimits, Failure, Outcome, Request, Response};
 use crate::plugin::hooks::{self, BuildContext, OutputCaps, PluginInfo, RawFile};
 use crate::plugin::runtime::{LinkResult, Linked, PendingCall, Runtime, WASMTIME};
 use crate::plugin::sandbox::{Grants, LogLine, Sandbox};
+use crate::plugin::workspace_fs::View;
 use crate::plugin::{binary, builtin, cache};
 use crate::report::{Diagnostic, PluginReport};
 use crate::section::Section;
@@ -149,7 +150,24 @@ impl LoadedPlugin {
         deadline: Duration,
         request: Request,
     ) -> PendingCall {
+        self.call_seeing(code, agent_dir, Sees::Turn(now), tokenizer, deadline, request)
+    }
+
+    /// [`LoadedPlugin::call`] seeing what `sees` says of the turn.
+    fn call_seeing(
+        &self,
+        code: &Code,
+        agent_dir: &Path,
+        sees: Sees,
+        tokenizer: Tokenizer,
+        deadline: Duration,
+        request: Request,
+    ) -> PendingCall {
         let grants = if matches!(request, Request::Info) { Grants::default() } else { self.grants };
+        let (now, view) = match sees {
+            Sees::Stable => (Duration::ZERO, View::Stable),
+            Sees::Turn(now) => (now, View::Turn),
+        };
         let sandbox = Sandbox {
             plugin: self.id.clone(),
             grants,
@@ -157,6 +175,7 @@ impl LoadedPlugin {
             memory_bytes: self.memory_bytes,
             now,
             tokenizer,
+            view,
         };
         let limits = CallLimits::for_plugin(deadline, self.caps);
         match code.linked() {
@@ -164,6 +183,18 @@ impl LoadedPlugin {
             Err(e) => Box::pin(std::future::ready(Outcome::host_failure(e))),
         }
     }
+}
+
+/// What a call observes of the turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sees {
+    /// The stable inputs only: no clock (WASI's wall clock reads 1970), a
+    /// blank turn, the workspace without its per-turn files
+    /// ([`View::Stable`]). Its answer may go above the cache boundary.
+    Stable,
+    /// The turn: its clock and every file. Its answer goes below the
+    /// boundary.
+    Turn(Duration),
 }
 
 /// What the plugin memos key on for one build, from the assembler's file
@@ -251,8 +282,18 @@ impl BuildRun {
         if plugin.required {
             return Err(ProemError::Plugin { id: plugin.id.clone(), message: format!("{message}; it is required") });
         }
-        self.diagnostics.push(Diagnostic::error(failure.code(), format!("{message}; {what_happens}")));
+        self.note(vec![Diagnostic::error(failure.code(), format!("{message}; {what_happens}"))]);
         Ok(())
+    }
+
+    /// Adds diagnostics, each once: the two halves of a 0.1 hook often
+    /// find the same thing.
+    fn note(&mut self, diagnostics: Vec<Diagnostic>) {
+        for d in diagnostics {
+            if !self.diagnostics.contains(&d) {
+                self.diagnostics.push(d);
+            }
+        }
     }
 }
 
@@ -391,7 +432,10 @@ impl PluginSet {
     /// Runs the `agent:bootstrap` hooks in plugin-id order. Each sees the
     /// files as the previous hook left them; a failing hook's change is
     /// discarded. A 0.2 hook sees only the stable files (the per-turn ones
-    /// pass it by) and no clock, channel or chat.
+    /// pass it by) and the stable inputs ([`Sees::Stable`]). A 0.1 hook,
+    /// which may look at every file and the turn, is called twice: on the
+    /// stable files and a blank turn for the stable files it returns, and
+    /// on every file and the turn for the per-turn files it returns.
     pub fn run_bootstrap(
         &self,
         ctx: &BuildContext,
@@ -401,67 +445,93 @@ impl PluginSet {
         run: &mut BuildRun,
         memo: Option<MemoKeys>,
     ) -> Result<Vec<BootstrapFile>, ProemError> {
-        let hashes = memo.map(|_| {
-            let stable = stable_context_hash(ctx);
-            (context_hash(ctx, stable), stable)
-        });
+        let contexts = Contexts::of(ctx, memo.is_some());
         for plugin in &self.plugins {
             let Ok(ready) = &plugin.state else { continue };
             if !ready.info.bootstrap {
                 continue;
             }
-            let split = ready.splits_zones();
-            // 0.2: the per-turn files pass the hook by.
-            let (seen, passing): (Vec<BootstrapFile>, Vec<BootstrapFile>) =
-                files.into_iter().partition(|f| !split || group_of(&f.name) != FileGroup::Dynamic);
-            let keys = memo.zip(hashes).map(|(memo, (full, stable))| {
-                let context = if split { stable } else { full };
-                let key =
-                    call_key(plugin, "agent:bootstrap", context, Some(bootstrap::files_hash(seen.iter())), tokenizer);
-                // A 0.2 bootstrap hook sees no clock: its answer is kept on disk.
-                self.call_keys(plugin, ready, key, split, memo)
+            let (stable, per_turn): (Vec<BootstrapFile>, Vec<BootstrapFile>) =
+                files.into_iter().partition(|f| group_of(&f.name) != FileGroup::Dynamic);
+            let half = BootstrapHalf { plugin, ready, contexts: &contexts, tokenizer, memo };
+            let stable_out = self.run_bootstrap_half(&half, &stable, Sees::Stable, run)?;
+            let per_turn_out = if ready.splits_zones() {
+                None
+            } else {
+                let mut every: Vec<BootstrapFile> = stable.iter().chain(&per_turn).cloned().collect();
+                every.sort_by(|a, b| load_order(&a.name).cmp(&load_order(&b.name)));
+                self.run_bootstrap_half(&half, &every, Sees::Turn(now), run)?
+            };
+            files = match stable_out {
+                Some(out) => apply_files(&plugin.id, stable, out, run),
+                None => stable,
+            };
+            files.extend(match per_turn_out {
+                Some(out) => apply_files(&plugin.id, per_turn, out, run),
+                None => per_turn,
             });
-            let Outcome { result, logs, elapsed } = match keys.and_then(|k| self.remembered(k)) {
-                Some(hit) => hit,
-                None => {
-                    let raw = raw_files(&seen);
-                    let request = Request::Bootstrap(with_config(ctx, plugin), raw);
-                    let clock = if split { Duration::ZERO } else { now };
-                    let outcome =
-                        self.run_jobs(vec![(plugin, ready, clock, request)], tokenizer, &mut || {})?.remove(0);
-                    self.remember(keys, outcome)
-                }
-            };
-            let checked = match result {
-                Ok(Response::Bootstrap(out)) => hooks::validate_files(out, plugin.caps)
-                    .and_then(|out| if split { only_stable_files(out) } else { Ok(out) })
-                    .map_err(|e| Failure::Host(format!("returned invalid files: {e}"))),
-                Ok(_) => Err(Failure::Host("answered with the wrong hook".into())),
-                Err(f) => Err(f),
-            };
-            run.record(plugin, &logs, elapsed, checked.as_ref().err());
-            files = match checked {
-                Ok(out) => apply_files(&plugin.id, seen, out, run),
-                Err(f) => {
-                    run.fail(plugin, "agent:bootstrap", &f, "its change to the bootstrap files was discarded")?;
-                    seen
-                }
-            };
-            if !passing.is_empty() {
-                files.extend(passing);
-                files.sort_by(|a, b| load_order(&a.name).cmp(&load_order(&b.name)));
-            }
+            files.sort_by(|a, b| load_order(&a.name).cmp(&load_order(&b.name)));
         }
         Ok(files)
+    }
+
+    /// One bootstrap call seeing `seen` and what `sees` says of the turn:
+    /// the files of its half it returned (the stable ones for
+    /// [`Sees::Stable`], the per-turn ones otherwise), or `None` when it
+    /// failed (recorded, and `Err` when the plugin is required).
+    fn run_bootstrap_half(
+        &self,
+        half: &BootstrapHalf<'_>,
+        seen: &[BootstrapFile],
+        sees: Sees,
+        run: &mut BuildRun,
+    ) -> Result<Option<Vec<RawFile>>, ProemError> {
+        let BootstrapHalf { plugin, ready, contexts, tokenizer, memo } = *half;
+        let stable_only = sees == Sees::Stable;
+        // A 0.1 hook's halves are told apart in the memo; a 0.2 hook has one.
+        let hook = if stable_only { "agent:bootstrap" } else { "agent:bootstrap/turn" };
+        let keys = memo.zip(contexts.hash(sees)).map(|(memo, context)| {
+            let key = call_key(plugin, hook, context, Some(bootstrap::files_hash(seen.iter())), tokenizer);
+            // A stable call sees no clock: its answer is kept on disk.
+            self.call_keys(plugin, ready, key, stable_only, memo)
+        });
+        let Outcome { result, logs, elapsed } = match keys.and_then(|k| self.remembered(k)) {
+            Some(hit) => hit,
+            None => {
+                let request = Request::Bootstrap(with_config(contexts.context(sees), plugin), raw_files(seen));
+                let outcome = self.run_jobs(vec![(plugin, ready, sees, request)], tokenizer, &mut || {})?.remove(0);
+                self.remember(keys, outcome)
+            }
+        };
+        let checked = match result {
+            Ok(Response::Bootstrap(out)) => hooks::validate_files(out, plugin.caps)
+                .and_then(|out| files_of_half(out, sees, ready.splits_zones()))
+                .map_err(|e| Failure::Host(format!("returned invalid files: {e}"))),
+            Ok(_) => Err(Failure::Host("answered with the wrong hook".into())),
+            Err(f) => Err(f),
+        };
+        run.record(plugin, &logs, elapsed, checked.as_ref().err());
+        match checked {
+            Ok(out) => Ok(Some(out)),
+            Err(f) => {
+                run.fail(plugin, "agent:bootstrap", &f, "its change to the bootstrap files was discarded")?;
+                Ok(None)
+            }
+        }
     }
 
     /// Runs every plugin's section hooks concurrently (0.1: `sections` and
     /// `overlay`; 0.2: `stable` and `turn`) and returns their validated
     /// sections. `files` are the build's bootstrap files: a 0.2 `stable`
-    /// hook gets the stable ones, a `turn` hook the per-turn ones. A plugin
-    /// whose call fails or whose output is invalid contributes nothing to
-    /// this build. `meanwhile` runs on this thread while the calls run (not
-    /// at all when every answer came from the memo).
+    /// hook gets the stable ones, a `turn` hook the per-turn ones. A 0.1
+    /// hook, which may look at the turn, is called twice: seeing the stable
+    /// inputs only (a blank turn, [`Sees::Stable`]) for the sections and
+    /// prefix it puts above the cache boundary, and seeing the turn for
+    /// those below it; a plugin that uses no per-turn input answers both
+    /// the same, so its prompt is the same bytes. A plugin whose call fails
+    /// or whose output is invalid contributes nothing to this build.
+    /// `meanwhile` runs on this thread while the calls run (not at all when
+    /// every answer came from the memo).
     #[allow(clippy::too_many_arguments)]
     pub fn run_sections(
         &self,
@@ -473,6 +543,7 @@ impl PluginSet {
         memo: Option<MemoKeys>,
         meanwhile: &mut dyn FnMut(),
     ) -> Result<Vec<Section>, ProemError> {
+        use crate::section::Zone;
         let (stable_files, turn_files): (Vec<&BootstrapFile>, Vec<&BootstrapFile>) =
             files.iter().partition(|f| group_of(&f.name) != FileGroup::Dynamic);
         let mut jobs = Vec::new();
@@ -480,10 +551,7 @@ impl PluginSet {
         // The calls to make, and (slot in outcomes, keys) of each.
         let mut jobs_to_run: Vec<Job> = Vec::new();
         let mut pending: Vec<(usize, Option<CallKeys>)> = Vec::new();
-        let hashes = memo.map(|_| {
-            let stable = stable_context_hash(ctx);
-            (context_hash(ctx, stable), stable)
-        });
+        let contexts = Contexts::of(ctx, memo.is_some());
         // The files' part of every call key, hashed once per build, not per plugin.
         let files_hashes = memo.map(|_| {
             (bootstrap::files_hash(stable_files.iter().copied()), bootstrap::files_hash(turn_files.iter().copied()))
@@ -491,27 +559,17 @@ impl PluginSet {
         for plugin in &self.plugins {
             let Ok(ready) = &plugin.state else { continue };
             let info = &ready.info;
+            let sections = |c, _| Request::Sections(c);
+            let overlay = |c, _| Request::Overlay(c);
             let hooks = [
-                SectionHook {
-                    declared: info.sections,
-                    hook: "sections",
-                    stable_only: false,
-                    files: None,
-                    files_hash: None,
-                    request: |c, _| Request::Sections(c),
-                },
-                SectionHook {
-                    declared: info.overlay,
-                    hook: "overlay",
-                    stable_only: false,
-                    files: None,
-                    files_hash: None,
-                    request: |c, _| Request::Overlay(c),
-                },
+                SectionHook::of_0_1(info.sections, "sections", Zone::Stable, sections),
+                SectionHook::of_0_1(info.sections, "sections", Zone::Dynamic, sections),
+                SectionHook::of_0_1(info.overlay, "overlay", Zone::Stable, overlay),
+                SectionHook::of_0_1(info.overlay, "overlay", Zone::Dynamic, overlay),
                 SectionHook {
                     declared: info.stable,
                     hook: "stable",
-                    stable_only: true,
+                    zone: Zone::Stable,
                     files: Some(&stable_files),
                     files_hash: files_hashes.map(|h| h.0),
                     request: Request::Stable,
@@ -519,30 +577,30 @@ impl PluginSet {
                 SectionHook {
                     declared: info.turn,
                     hook: "turn",
-                    stable_only: false,
+                    zone: Zone::Dynamic,
                     files: Some(&turn_files),
                     files_hash: files_hashes.map(|h| h.1),
                     request: Request::Turn,
                 },
             ];
-            for SectionHook { hook, stable_only, files: seen, files_hash, request, .. } in
+            for SectionHook { hook, zone, files: seen, files_hash, request, .. } in
                 hooks.into_iter().filter(|h| h.declared)
             {
-                jobs.push((plugin, hook));
-                let keys = memo.zip(hashes).map(|(memo, (full, stable))| {
-                    let context = if stable_only { stable } else { full };
-                    let key = call_key(plugin, hook, context, files_hash, tokenizer);
-                    // Only a hook that sees no clock is kept on disk.
-                    self.call_keys(plugin, ready, key, stable_only, memo)
+                jobs.push((plugin, hook, zone));
+                // What goes above the boundary is made from stable inputs only.
+                let sees = if zone == Zone::Stable { Sees::Stable } else { Sees::Turn(now) };
+                let keys = memo.zip(contexts.hash(sees)).map(|(memo, context)| {
+                    let key = call_key(plugin, &hook_key(hook, zone), context, files_hash, tokenizer);
+                    // Only a call that sees no clock is kept on disk.
+                    self.call_keys(plugin, ready, key, sees == Sees::Stable, memo)
                 });
                 if let Some(hit) = keys.and_then(|k| self.remembered(k)) {
                     outcomes.push(Some(hit));
                     continue;
                 }
-                // A stable hook sees no clock: WASI's wall clock reads 1970.
-                let clock = if stable_only { Duration::ZERO } else { now };
-                let request = request(with_config(ctx, plugin), raw_files(seen.unwrap_or_default().iter().copied()));
-                jobs_to_run.push((plugin, ready, clock, request));
+                let context = with_config(contexts.context(sees), plugin);
+                let request = request(context, raw_files(seen.unwrap_or_default().iter().copied()));
+                jobs_to_run.push((plugin, ready, sees, request));
                 pending.push((outcomes.len(), keys));
                 outcomes.push(None);
             }
@@ -555,7 +613,7 @@ impl PluginSet {
         }
         let counter = crate::assembler::shared_counter(tokenizer);
         let mut sections = Vec::new();
-        for ((plugin, hook), outcome) in jobs.into_iter().zip(outcomes.into_iter().flatten()) {
+        for ((plugin, hook, zone), outcome) in jobs.into_iter().zip(outcomes.into_iter().flatten()) {
             let Outcome { result, logs, elapsed } = outcome;
             let invalid = |why: String| Failure::Host(format!("returned invalid output: {why}"));
             let mut notes = Vec::new();
@@ -568,8 +626,6 @@ impl PluginSet {
                     hooks::validate_overlay(&plugin.id, raw, plugin.caps, &mut notes).map_err(invalid)
                 }
                 Ok(Response::Contribution(raw, ends)) => {
-                    let zone =
-                        if hook == "stable" { crate::section::Zone::Stable } else { crate::section::Zone::Dynamic };
                     hooks::validate_contribution(&plugin.id, zone, raw, ends, plugin.caps, counter, &mut notes)
                         .map(|(sections, capped)| {
                             run.capped.extend(capped);
@@ -580,8 +636,13 @@ impl PluginSet {
                 Ok(_) => Err(invalid("answered with the wrong hook".into())),
                 Err(f) => Err(f),
             };
+            // Each half of a 0.1 hook keeps the sections of its zone.
+            let checked = checked.map(|mut good| {
+                good.retain(|s| s.zone == zone);
+                good
+            });
             run.record(plugin, &logs, elapsed, checked.as_ref().err());
-            run.diagnostics.append(&mut notes);
+            run.note(notes);
             match checked {
                 Ok(mut good) => sections.append(&mut good),
                 Err(f) => run.fail(plugin, hook, &f, "it was left out of this build")?,
@@ -592,9 +653,9 @@ impl PluginSet {
     }
 }
 
-/// One call to make: the plugin, its loaded state, the clock it sees and
-/// its request.
-type Job<'p> = (&'p LoadedPlugin, &'p Ready, Duration, Request);
+/// One call to make: the plugin, its loaded state, what it sees of the turn
+/// and its request.
+type Job<'p> = (&'p LoadedPlugin, &'p Ready, Sees, Request);
 
 impl PluginSet {
     /// Makes `jobs` concurrently and returns their outcomes in order,
@@ -613,8 +674,8 @@ impl PluginSet {
         link_all(jobs.iter().map(|job| job.1));
         let calls = jobs
             .into_iter()
-            .map(|(plugin, ready, clock, request)| {
-                plugin.call(&ready.code, &self.agent_dir, clock, tokenizer, plugin.deadline, request)
+            .map(|(plugin, ready, sees, request)| {
+                plugin.call_seeing(&ready.code, &self.agent_dir, sees, tokenizer, plugin.deadline, request)
             })
             .collect();
         Ok(self.runtime.run(calls, meanwhile))
@@ -790,15 +851,31 @@ struct SectionHook<'a> {
     declared: bool,
     /// Its name.
     hook: &'static str,
-    /// Whether it sees stable inputs only (0.2 `stable`): memoised by them,
-    /// and called with no clock.
-    stable_only: bool,
+    /// The zone of what it contributes: a 0.2 hook's own; each half of a
+    /// 0.1 hook keeps the sections of its zone. A stable call sees the
+    /// stable inputs only ([`Sees::Stable`]).
+    zone: crate::section::Zone,
     /// The bootstrap files it sees, if any.
     files: Option<&'a [&'a BootstrapFile]>,
     /// Their [`bootstrap::files_hash`] when the memo is on.
     files_hash: Option<u128>,
     /// Its request.
     request: MakeRequest,
+}
+
+impl SectionHook<'_> {
+    /// One half of a 0.1 hook (it sees no files).
+    fn of_0_1(declared: bool, hook: &'static str, zone: crate::section::Zone, request: MakeRequest) -> Self {
+        SectionHook { declared, hook, zone, files: None, files_hash: None, request }
+    }
+}
+
+/// A hook's name in memo keys: a 0.1 hook's halves are two calls.
+fn hook_key(hook: &'static str, zone: crate::section::Zone) -> Cow<'static, str> {
+    match (hook, zone) {
+        ("sections" | "overlay", crate::section::Zone::Dynamic) => Cow::Owned(format!("{hook}/turn")),
+        _ => Cow::Borrowed(hook),
+    }
 }
 
 fn raw_files<'f>(files: impl IntoIterator<Item = &'f BootstrapFile>) -> Vec<RawFile> {
@@ -815,6 +892,81 @@ fn only_stable_files(files: Vec<RawFile>) -> Result<Vec<RawFile>, String> {
             f.name
         )),
         None => Ok(files),
+    }
+}
+
+/// The files a bootstrap call decides: a 0.2 hook's (stable files only,
+/// see [`only_stable_files`]), or those of a 0.1 hook's half: its stable
+/// half's stable files, its per-turn half's per-turn files (what each half
+/// returns of the other's files is left to the other).
+fn files_of_half(files: Vec<RawFile>, sees: Sees, splits_zones: bool) -> Result<Vec<RawFile>, String> {
+    if splits_zones {
+        return only_stable_files(files);
+    }
+    let stable_half = sees == Sees::Stable;
+    Ok(files.into_iter().filter(|f| (group_of(&f.name) != FileGroup::Dynamic) == stable_half).collect())
+}
+
+/// What a bootstrap call is made with, for both halves of a 0.1 hook.
+#[derive(Clone, Copy)]
+struct BootstrapHalf<'a> {
+    plugin: &'a LoadedPlugin,
+    ready: &'a Ready,
+    contexts: &'a Contexts<'a>,
+    tokenizer: Tokenizer,
+    memo: Option<MemoKeys>,
+}
+
+/// The build context as each kind of call sees it, and (when the memo is
+/// on) their hashes, made once per build.
+struct Contexts<'c> {
+    turn: &'c BuildContext,
+    stable: BuildContext,
+    /// ([`context_hash`], [`stable_context_hash`]).
+    hashes: Option<(u128, u128)>,
+}
+
+impl<'c> Contexts<'c> {
+    fn of(turn: &'c BuildContext, memo: bool) -> Contexts<'c> {
+        let hashes = memo.then(|| {
+            let stable = stable_context_hash(turn);
+            (context_hash(turn, stable), stable)
+        });
+        Contexts { turn, stable: blank_turn(turn), hashes }
+    }
+
+    /// The context a call seeing `sees` gets.
+    fn context(&self, sees: Sees) -> &BuildContext {
+        match sees {
+            Sees::Stable => &self.stable,
+            Sees::Turn(_) => self.turn,
+        }
+    }
+
+    /// Its part of the call's memo key.
+    fn hash(&self, sees: Sees) -> Option<u128> {
+        self.hashes.map(|(full, stable)| if sees == Sees::Stable { stable } else { full })
+    }
+}
+
+/// The time a stable call sees: what WASI's clock reads in it.
+const BLANK_NOW: &str = "1970-01-01T00:00:00Z";
+
+/// The build context of a call that sees the stable inputs only: every
+/// per-turn input blank (no channel, chat kind, group title or extra
+/// prompt; the time [`BLANK_NOW`] in UTC). 0.2 stable hooks never receive
+/// these fields; a 0.1 hook's stable half receives them blank.
+fn blank_turn(ctx: &BuildContext) -> BuildContext {
+    BuildContext {
+        channel: None,
+        chat_kind: None,
+        group_title: None,
+        extra: None,
+        now: BLANK_NOW.into(),
+        timezone: "UTC".into(),
+        unix_seconds: 0,
+        utc_offset_seconds: 0,
+        ..ctx.clone()
     }
 }
 
