@@ -24,5 +24,6 @@ mod properties;
 mod sections;
 mod seed_parity;
 mod serve;
+mod serve_hardening;
 mod tokenizer;
 mod wit_package;

@@ -281,7 +281,7 @@ impl Assembler {
             Some(ChatKind::Group) => 2,
         });
         h.opt(turn.group_title.as_deref()).opt(turn.extra.as_deref()).opt(turn.timezone.as_deref());
-        h.num(turn.budget.map(|b| b as u64 + 1).unwrap_or(0)).num(turn.owners.len() as u64);
+        h.num(u64::from(turn.budget.is_some())).num(turn.budget.unwrap_or(0) as u64).num(turn.owners.len() as u64);
         for o in &turn.owners {
             h.str(o);
         }
@@ -652,7 +652,7 @@ impl Assembler {
                 0
             },
         };
-        if self.caching.token_counts {
+        if self.caching.token_counts && SAVE_COUNTS_AFTER_BUILDS.load(std::sync::atomic::Ordering::Relaxed) {
             save_counts(counter);
         }
         Ok(Built {
@@ -796,6 +796,27 @@ pub fn shared_counter(tokenizer: Tokenizer) -> &'static TokenCounter {
     match tokenizer {
         Tokenizer::O200kBase => O200K.get_or_init(init),
         Tokenizer::Cl100kBase => CL100K.get_or_init(init),
+    }
+}
+
+/// Whether a build saves the token counts it added as it ends (the
+/// default: the next process does not encode them again). `proem serve`
+/// turns it off and saves on a timer instead ([`save_token_counts`]), so
+/// that what its clients can make it write does not grow with the number
+/// of requests they send.
+static SAVE_COUNTS_AFTER_BUILDS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// Turns saving token counts at the end of each build on or off, for the
+/// whole process.
+pub fn save_token_counts_after_builds(on: bool) {
+    SAVE_COUNTS_AFTER_BUILDS.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Saves the counts the shared counters added since they were last saved
+/// (one file per tokenizer in the cache directory, whole or not at all).
+pub fn save_token_counts() {
+    for tokenizer in [Tokenizer::O200kBase, Tokenizer::Cl100kBase] {
+        save_counts(shared_counter(tokenizer));
     }
 }
 

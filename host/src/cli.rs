@@ -80,19 +80,40 @@ enum Command {
         /// Allow a non-loopback --listen without a token.
         #[arg(long)]
         insecure: bool,
-        /// Builds running at once [default: twice the cores].
-        #[arg(long, value_name = "N")]
-        concurrent: Option<usize>,
+        /// Also answer requests whose Host is NAME (repeatable). Loopback
+        /// addresses, localhost and the --listen address are always
+        /// answered; any other Host is refused with 421 (DNS rebinding).
+        #[arg(long = "allow-host", value_name = "NAME")]
+        allow_hosts: Vec<String>,
+        /// Builds running at once, request bodies over 64 KiB being read
+        /// included [default: twice the cores].
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=4096))]
+        concurrent: Option<u64>,
         /// Requests waiting for a build slot before new ones get 503 with Retry-After.
-        #[arg(long, value_name = "N", default_value_t = 256)]
-        queue: usize,
+        #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+        queue: u64,
         /// The largest request body in bytes (over it: 413).
-        #[arg(long, value_name = "BYTES", default_value_t = 4 * 1024 * 1024)]
-        max_body: usize,
+        #[arg(long, value_name = "BYTES", default_value_t = 4 * 1024 * 1024, value_parser = clap::value_parser!(u64).range(1..=1 << 30))]
+        max_body: u64,
         /// A request's deadline in milliseconds, from its first byte: a body
         /// still arriving then is a 408, a build still queued or running a 503.
-        #[arg(long, value_name = "MS", default_value_t = 10_000)]
+        #[arg(long, value_name = "MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
         timeout_ms: u64,
+        /// Connections open at once; one more is answered 503 and closed
+        /// [default: half the file descriptors the limit leaves after 64,
+        /// at most 8192].
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
+        max_connections: Option<u64>,
+        /// The time a request's head may take to arrive, from the
+        /// connection's start or the end of the previous response (the
+        /// keep-alive idle timeout); also the longest a response may wait
+        /// for the client to read it. Then the connection is closed.
+        #[arg(long, value_name = "MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
+        header_timeout_ms: u64,
+        /// The largest request head (request line and headers) in bytes
+        /// (over it: 431).
+        #[arg(long, value_name = "BYTES", default_value_t = 64 * 1024, value_parser = clap::value_parser!(u64).range(8192..=16 << 20))]
+        max_header_bytes: u64,
     },
     /// Work on a plugin binary: `proem plugin check FILE.wasm`.
     Plugin {
@@ -386,10 +407,14 @@ fn run(cli: Cli) -> Result<Output, ProemError> {
             listen,
             token_file,
             insecure,
+            allow_hosts,
             concurrent,
             queue,
             max_body,
             timeout_ms,
+            max_connections,
+            header_timeout_ms,
+            max_header_bytes,
         } => {
             use crate::serve::{agents::Source, Limits, Options};
             let source = match (agents, agent_dirs.is_empty()) {
@@ -402,14 +427,22 @@ fn run(cli: Cli) -> Result<Output, ProemError> {
                     ))
                 }
             };
+            use crate::serve::conn::ConnLimits;
+            // clap checked every number's range: each fits a usize.
+            let size = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
             let defaults = Limits::default();
             let limits = Limits {
-                concurrent: concurrent.unwrap_or(defaults.concurrent),
-                queue,
-                body_bytes: max_body,
+                concurrent: concurrent.map(size).unwrap_or(defaults.concurrent),
+                queue: size(queue),
+                body_bytes: size(max_body),
                 timeout: std::time::Duration::from_millis(timeout_ms),
             };
-            let options = Options { source, listen, token_file, insecure, limits };
+            let conn = ConnLimits {
+                max_connections: max_connections.map(size).unwrap_or_else(|| ConnLimits::default().max_connections),
+                header_timeout: std::time::Duration::from_millis(header_timeout_ms),
+                header_bytes: size(max_header_bytes),
+            };
+            let options = Options { source, listen, token_file, insecure, allow_hosts, limits, conn };
             crate::serve::run(options, |addr| {
                 use std::io::Write;
                 println!("listening on http://{addr}");
