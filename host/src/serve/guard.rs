@@ -82,7 +82,7 @@ impl Guard {
     /// Checks a request's head against the three rules (see the module docs).
     pub fn check(&self, method: &Method, uri: &Uri, headers: &HeaderMap) -> Result<(), Refusal> {
         let host = self.check_host(uri, headers)?;
-        check_origin(&host, method, headers)?;
+        check_origin(host, method, headers)?;
         check_content_type(headers)
     }
 
