@@ -28,6 +28,7 @@ mod properties;
 mod sections;
 mod seed_parity;
 mod serve;
+mod serve_hardening;
 mod stable_inputs;
 mod tokenizer;
 mod wit_package;

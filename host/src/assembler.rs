@@ -650,7 +650,7 @@ impl Assembler {
                 0
             },
         };
-        if self.caching.token_counts {
+        if self.caching.token_counts && SAVE_COUNTS_AFTER_BUILDS.load(std::sync::atomic::Ordering::Relaxed) {
             save_counts(counter);
         }
         Ok(Built {
@@ -794,6 +794,27 @@ pub fn shared_counter(tokenizer: Tokenizer) -> &'static TokenCounter {
     match tokenizer {
         Tokenizer::O200kBase => O200K.get_or_init(init),
         Tokenizer::Cl100kBase => CL100K.get_or_init(init),
+    }
+}
+
+/// Whether a build saves the token counts it added as it ends (the
+/// default: the next process does not encode them again). `proem serve`
+/// turns it off and saves on a timer instead ([`save_token_counts`]), so
+/// that what its clients can make it write does not grow with the number
+/// of requests they send.
+static SAVE_COUNTS_AFTER_BUILDS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// Turns saving token counts at the end of each build on or off, for the
+/// whole process.
+pub fn save_token_counts_after_builds(on: bool) {
+    SAVE_COUNTS_AFTER_BUILDS.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Saves the counts the shared counters added since they were last saved
+/// (one file per tokenizer in the cache directory, whole or not at all).
+pub fn save_token_counts() {
+    for tokenizer in [Tokenizer::O200kBase, Tokenizer::Cl100kBase] {
+        save_counts(shared_counter(tokenizer));
     }
 }
 

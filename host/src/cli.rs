@@ -81,7 +81,13 @@ enum Command {
         /// Allow a non-loopback --listen without a token.
         #[arg(long)]
         insecure: bool,
-        /// Builds running at once, 1 to 4096 [default: twice the cores].
+        /// Also answer requests whose Host is NAME (repeatable). Loopback
+        /// addresses, localhost and the --listen address are always
+        /// answered; any other Host is refused with 421 (DNS rebinding).
+        #[arg(long = "allow-host", value_name = "NAME")]
+        allow_hosts: Vec<String>,
+        /// Builds running at once, request bodies over 64 KiB being read
+        /// included, 1 to 4096 [default: twice the cores].
         #[arg(long, value_name = "N", value_parser = within(bounds::SERVE_CONCURRENT))]
         concurrent: Option<usize>,
         /// Requests waiting for a build slot before new ones get 503 with
@@ -96,6 +102,21 @@ enum Command {
         /// (1 to 86,400,000: a day).
         #[arg(long, value_name = "MS", default_value_t = 10_000, value_parser = within_u64(bounds::SERVE_TIMEOUT_MS))]
         timeout_ms: u64,
+        /// Connections open at once; one more is answered 503 and closed
+        /// [default: half the file descriptors the limit leaves after 64,
+        /// at most 8192].
+        #[arg(long, value_name = "N", value_parser = within(bounds::SERVE_MAX_CONNECTIONS))]
+        max_connections: Option<usize>,
+        /// The time a request's head may take to arrive, from the
+        /// connection's start or the end of the previous response (the
+        /// keep-alive idle timeout); also the longest a response may wait
+        /// for the client to read it. Then the connection is closed.
+        #[arg(long, value_name = "MS", default_value_t = 10_000, value_parser = within_u64(bounds::SERVE_HEADER_TIMEOUT_MS))]
+        header_timeout_ms: u64,
+        /// The largest request head (request line and headers) in bytes
+        /// (over it: 431).
+        #[arg(long, value_name = "BYTES", default_value_t = 64 * 1024, value_parser = within(bounds::SERVE_MAX_HEADER_BYTES))]
+        max_header_bytes: usize,
     },
     /// Work on a plugin binary: `proem plugin check FILE.wasm`.
     Plugin {
@@ -470,10 +491,14 @@ fn run(cli: Cli) -> Result<Output, ProemError> {
             listen,
             token_file,
             insecure,
+            allow_hosts,
             concurrent,
             queue,
             max_body,
             timeout_ms,
+            max_connections,
+            header_timeout_ms,
+            max_header_bytes,
         } => {
             use crate::serve::{agents::Source, Limits, Options};
             let source = match (agents, agent_dirs.is_empty()) {
@@ -486,6 +511,7 @@ fn run(cli: Cli) -> Result<Output, ProemError> {
                     ))
                 }
             };
+            use crate::serve::conn::ConnLimits;
             let defaults = Limits::default();
             let limits = Limits {
                 concurrent: concurrent.unwrap_or(defaults.concurrent),
@@ -493,7 +519,12 @@ fn run(cli: Cli) -> Result<Output, ProemError> {
                 body_bytes: max_body,
                 timeout: std::time::Duration::from_millis(timeout_ms),
             };
-            let options = Options { source, listen, token_file, insecure, limits };
+            let conn = ConnLimits {
+                max_connections: max_connections.unwrap_or_else(|| ConnLimits::default().max_connections),
+                header_timeout: std::time::Duration::from_millis(header_timeout_ms),
+                header_bytes: max_header_bytes,
+            };
+            let options = Options { source, listen, token_file, insecure, allow_hosts, limits, conn };
             crate::serve::run(options, |addr| {
                 use std::io::Write;
                 println!("listening on http://{addr}");

@@ -51,6 +51,16 @@ pub const MAX_ENTRY_BYTES: u64 = 16 * 1024 * 1024;
 /// oldest entries until half is left.
 pub const MAX_TOTAL_BYTES: u64 = 64 * 1024 * 1024;
 
+/// Whether [`Answers::put`] writes (the default). `proem serve` turns it
+/// off for its whole process: what its clients ask must not grow the cache
+/// folder; it still reads what `proem build` kept.
+static WRITE_NEW_ANSWERS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// Turns writing new answers on or off, for the whole process.
+pub fn write_new_answers(on: bool) {
+    WRITE_NEW_ANSWERS.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// The answers folder of one cache folder.
 #[derive(Debug, Clone)]
 pub struct Answers {
@@ -142,8 +152,12 @@ impl Answers {
         }
     }
 
-    /// Keeps `value` under `key` (a failure to write is logged, not fatal).
+    /// Keeps `value` under `key` (a failure to write is logged, not fatal;
+    /// nothing is written while [`write_new_answers`] is off).
     pub fn put<T: Serialize>(&self, key: u128, value: &T) {
+        if !WRITE_NEW_ANSWERS.load(std::sync::atomic::Ordering::Relaxed) {
+            return;
+        }
         if let Err(e) = self.try_put(key, value) {
             tracing::warn!(dir = %self.dir.path().display(), "cannot keep a plugin answer: {e}");
         }

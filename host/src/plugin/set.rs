@@ -1218,6 +1218,8 @@ fn describe(code: &Code, agent_dir: &Path) -> PendingCall {
         memory_bytes: DEFAULT_MEMORY_MIB as usize * 1024 * 1024,
         now: Duration::ZERO,
         tokenizer: Tokenizer::O200kBase,
+        // No grant: describe sees no workspace at all.
+        view: View::Stable,
     };
     let caps = OutputCaps { max_bytes: DEFAULT_OUTPUT_KIB as usize * 1024, max_items: hooks::MAX_ITEMS };
     match code.linked() {
