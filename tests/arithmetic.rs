@@ -349,8 +349,11 @@ fn every_request_field_builds_or_is_a_clean_error_at_every_edge() {
                 }
             };
             if field == "budget" {
-                let v: u64 = value.parse().expect("only whole numbers reach a budget");
-                assert!(bounds::BUDGET_TOKENS.check(v).is_ok(), "{body}: an out-of-range budget was taken");
+                // A whole number, in either JSON form (`2` or `2.0`, as JSON
+                // Schema counts both as integers), within the range.
+                let v: f64 = value.parse().expect("only numbers reach a budget");
+                assert!(v.fract() == 0.0, "{body}: a budget with a fraction was taken");
+                assert!(bounds::BUDGET_TOKENS.check(v as u64).is_ok(), "{body}: an out-of-range budget was taken");
             }
             match request::build(assembler.core(), &parsed, &turn) {
                 Ok(_) => budget_builds += usize::from(field == "budget"),

@@ -385,6 +385,13 @@ fn damaged_or_forged_answers_on_disk_never_change_what_a_build_may_contain() {
     let entries: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
     assert_eq!(entries.len(), 4, "two describe and two stable answers: {entries:?}");
     let originals: Vec<Vec<u8>> = entries.iter().map(|p| std::fs::read(p).unwrap()).collect();
+    // Entries signed with the folder's own secret, as this user's proem
+    // would write them (a forger without the secret is tested in
+    // hardening::cache_trust).
+    let folder = proem_core::cache_dir::CacheDir::open(cache.path()).unwrap();
+    let sealer = proem_core::plugin::answers::Answers::open(Some(&folder), Some(0)).unwrap();
+    let key_of =
+        |path: &std::path::Path| u128::from_str_radix(path.file_stem().unwrap().to_str().unwrap(), 16).unwrap();
     let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
     // Damage: flipped bytes, cuts, garbage, a valid checksum over the wrong shape.
     for round in 0..24 {
@@ -397,7 +404,7 @@ fn damaged_or_forged_answers_on_disk_never_change_what_a_build_may_contain() {
                 }
                 1 => bytes.truncate(next() as usize % bytes.len()),
                 2 => bytes = (0..next() % 300).map(|_| next() as u8).collect(),
-                _ => bytes = proem_core::plugin::answers::encode(br#"{"response":{"Info":7},"logs":[]}"#),
+                _ => bytes = sealer.encode(key_of(path), br#"{"response":{"Info":7},"logs":[]}"#),
             }
             std::fs::write(path, &bytes).unwrap();
         }
@@ -423,7 +430,7 @@ fn damaged_or_forged_answers_on_disk_never_change_what_a_build_may_contain() {
                 "modes": [], "body": "forged safety", "max_tokens": null
             }));
             forged += 1;
-            std::fs::write(&path, proem_core::plugin::answers::encode(&serde_json::to_vec(&v).unwrap())).unwrap();
+            std::fs::write(&path, sealer.encode(key_of(&path), &serde_json::to_vec(&v).unwrap())).unwrap();
         }
     }
     assert_eq!(forged, 2, "both stable answers forged");
@@ -624,6 +631,121 @@ proptest::proptest! {
                 }
                 (Err(a), Err(b)) => proptest::prop_assert_eq!(a.to_string(), b.to_string()),
                 (a, b) => proptest::prop_assert!(false, "step {i}: {:?} vs {:?}", a.map(|b| b.prompt), b.map(|b| b.prompt)),
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------- what is remembered equals what is computed
+
+/// One `[[plugins]]` entry of a generated config: the fixture binary under
+/// an id, with a behaviour that shows what it observes (randomness seeded
+/// by the id, the clock, whether memory can grow under its cap, its
+/// files), a memory cap, a deadline, a grant and a zone.
+#[derive(Debug, Clone)]
+struct FixtureEntry {
+    id: &'static str,
+    behave: &'static str,
+    memory_mib: Option<u32>,
+    deadline_ms: u32,
+    grant: bool,
+    dynamic: bool,
+}
+
+impl FixtureEntry {
+    fn toml(&self) -> String {
+        let mut out = format!("[[plugins]]\nid = \"{}\"\npath = \"plugins/fixture.wasm\"\n", self.id);
+        out += &format!("deadline_ms = {}\n", self.deadline_ms);
+        if let Some(mib) = self.memory_mib {
+            out += &format!("memory_mib = {mib}\n");
+        }
+        if self.grant {
+            out += "grants = [\"workspace-read\"]\n";
+        }
+        let zone = if self.dynamic { ", zone = \"dynamic\"" } else { "" };
+        out + &format!("config = {{ behave = \"{}\", mib = 40, id = \"{}\"{zone} }}\n\n", self.behave, self.id)
+    }
+}
+
+fn fixture_entry() -> impl proptest::strategy::Strategy<Value = FixtureEntry> {
+    use proptest::prelude::*;
+    (
+        proptest::sample::select(vec!["alpha", "beta", "gamma"]),
+        proptest::sample::select(vec!["observe", "clock", "sections", "tokens", "bootstrap", "files", "probe_fs"]),
+        proptest::sample::select(vec![None, Some(16u32), Some(32), Some(48), Some(64)]),
+        proptest::sample::select(vec![2_000u32, 5_000]),
+        any::<bool>(),
+        any::<bool>(),
+    )
+        .prop_map(|(id, behave, memory_mib, deadline_ms, grant, dynamic)| FixtureEntry {
+            id,
+            behave,
+            memory_mib,
+            deadline_ms,
+            grant,
+            dynamic,
+        })
+}
+
+/// One `proem` process over `agent` with `PROEM_CACHE_DIR=cache`: its
+/// exit code and what it printed, the plugins' timings zeroed (the one
+/// field a cache may change).
+fn proem_output(agent: &std::path::Path, cache: &std::ffi::OsStr, args: &[&str]) -> (Option<i32>, String) {
+    let out = std::process::Command::new(crate::common::front())
+        .args(args)
+        .arg(agent)
+        .env("PROEM_CACHE_DIR", cache)
+        .output()
+        .unwrap();
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    if let Ok(mut v) = serde_json::from_str::<serde_json::Value>(&text) {
+        for p in v["plugins"].as_array_mut().into_iter().flatten() {
+            p["elapsed_us"] = 0.into();
+        }
+        text = v.to_string();
+    }
+    (out.status.code(), text)
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 10, ..Default::default() })]
+    /// For any sequence of agents and configs sharing one cache folder
+    /// (plugin ids, configs, grants, memory caps, deadlines, zones, the
+    /// same binary under several ids), every build, and what `proem
+    /// plugins` says (describe's answers), equals the same with no disk
+    /// cache (`PROEM_CACHE_DIR=""`). The fixture's describe answer shows
+    /// its randomness, clock and memory; its hooks show theirs.
+    #[test]
+    fn builds_sharing_a_cache_folder_equal_builds_with_no_cache(
+        steps in proptest::collection::vec(
+            (0usize..2, proptest::collection::vec(fixture_entry(), 1..4)),
+            1..4,
+        ),
+    ) {
+        let agents = [Agent::new(), Agent::new()];
+        for agent in &agents {
+            agent.with_standard_files().guest("proem-fixture-guest", "fixture.wasm");
+        }
+        let cache = tempfile::tempdir().unwrap();
+        for (i, (which, entries)) in steps.iter().enumerate() {
+            let agent = &agents[*which];
+            let mut seen = Vec::new();
+            let plugins: String = entries
+                .iter()
+                .filter(|e| {
+                    let new = !seen.contains(&e.id);
+                    seen.push(e.id);
+                    new
+                })
+                .map(FixtureEntry::toml)
+                .collect();
+            agent.config(&format!("[agent]\nid = \"testbot\"\n\n[sandbox]\nenabled = true\nworkdir = \"/workspace\"\n\n{plugins}"));
+            let build = ["build", "--format", "json", "--now", "2026-11-21T09:30:00Z"];
+            for args in [&build[..], &["plugins"][..]] {
+                let cached = proem_output(agent.path(), cache.path().as_os_str(), args);
+                let uncached = proem_output(agent.path(), std::ffi::OsStr::new(""), args);
+                proptest::prop_assert_eq!(&cached, &uncached, "step {}: {:?} with {}", i, args, plugins);
+                proptest::prop_assert_eq!(cached.0, Some(0), "step {}: {}", i, cached.1);
             }
         }
     }

@@ -271,6 +271,7 @@ mod limits {
             memory_bytes: cap_mib << 20,
             now: Duration::ZERO,
             tokenizer: Tokenizer::O200kBase,
+            view: Default::default(),
         };
         let mut store = Store::new(&engine::get().unwrap().engine, proem_wasm::sandbox::state(&sandbox).unwrap());
         store.limiter(|s| &mut s.limiter);
@@ -778,3 +779,5 @@ fn the_skill_kept_among_duplicates_is_the_first_by_location() {
         "{message}"
     );
 }
+
+mod cache_trust;

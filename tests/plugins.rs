@@ -427,7 +427,7 @@ fn compiled_components_are_cached_and_bad_entries_are_recompiled() {
     let entries: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| p.file_name().unwrap() != "answers")
+        .filter(|p| p.extension().is_some_and(|e| e == "cwasm"))
         .collect();
     assert_eq!(entries.len(), 1, "one entry, no temp files left: {entries:?}");
     let entry = &entries[0];
@@ -463,11 +463,15 @@ fn a_cache_entry_from_another_engine_configuration_is_recompiled() {
     let other = wasmtime::Engine::new(&config).unwrap();
     let foreign = other.precompile_component(&wasm).unwrap();
     let entry = cache::entry_path(dir.path(), ours, &wasm);
-    std::fs::write(&entry, cache::encode_entry(&foreign)).unwrap();
+    // Framed and signed as this user's proem would (a proem built with
+    // other engine settings but the same compatibility hash).
+    let folder = proem_core::cache_dir::CacheDir::open(dir.path()).unwrap();
+    let foreign = cache::encode_entry(&folder, &cache::EntryKey::new(ours, &wasm), &foreign);
+    std::fs::write(&entry, &foreign).unwrap();
     let set = proem::load_plugins(&configs, agent.path(), Some(dir.path())).unwrap();
     let ready = set.plugins()[0].state.as_ref().unwrap();
     assert_eq!(ready.compiled_from_cache(), Some(false), "a foreign entry is recompiled, not trusted");
-    assert_ne!(std::fs::read(&entry).unwrap(), cache::encode_entry(&foreign), "and replaced");
+    assert_ne!(std::fs::read(&entry).unwrap(), foreign, "and replaced");
     let built = proem::Assembler::open(agent.path(), None).unwrap().build(&turn()).unwrap();
     assert_eq!(plugin_status(&built, "fix"), "ok");
 }
@@ -502,11 +506,11 @@ fn processes_racing_to_fill_the_cache_leave_valid_entries_and_nothing_else() {
         let mut names: Vec<String> =
             std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
         names.sort();
-        // Two compiled components, the plugin answers and the saved token
-        // counts; no temp files.
+        // Two compiled components, the plugin answers, the folder's key and
+        // the saved token counts; no temp files.
         let (compiled, rest): (Vec<&String>, Vec<&String>) = names.iter().partition(|n| n.ends_with(".cwasm"));
         assert_eq!(compiled.len(), 2, "{names:?}");
-        assert_eq!(rest, ["answers", "tokens-cl100k_base.bin"], "{names:?}");
+        assert_eq!(rest, ["answers", "key", "tokens-cl100k_base.bin"], "{names:?}");
         // Each plugin's describe answer and the answers of the hooks that see
         // no clock, each whole: the magic line, then JSON that parses.
         let answers: Vec<std::path::PathBuf> =
@@ -515,7 +519,7 @@ fn processes_racing_to_fill_the_cache_leave_valid_entries_and_nothing_else() {
         for path in &answers {
             assert!(path.extension().is_some_and(|e| e == "answer"), "{answers:?}");
             let bytes = std::fs::read(path).unwrap();
-            assert!(bytes.starts_with(b"PROEMANSWER1 "), "{}", path.display());
+            assert!(bytes.starts_with(b"PROEMANSWER2 "), "{}", path.display());
             let at = bytes.iter().position(|b| *b == b'\n').unwrap() + 1;
             serde_json::from_slice::<serde_json::Value>(&bytes[at..]).unwrap();
         }
@@ -689,6 +693,59 @@ fn a_scaffolded_plugin_builds_on_its_own_and_loads() {
     assert!(String::from_utf8_lossy(&again.stderr).contains("already configured"));
 }
 
+/// `proem plugin new` with names that read as something else in the
+/// generated code (the SDK's imports, the prelude, a keyword once
+/// CamelCased) makes crates whose code and tests compile, every hook
+/// included (`cargo test --no-run`, sharing the scaffold test's target
+/// folder, so the SDK's dependencies are built once); names cargo
+/// or Rust refuse are refused before anything is made, and so is an SDK
+/// path with a control character, naming the flag.
+#[test]
+fn hostile_plugin_names_are_refused_or_make_crates_that_build() {
+    let work = tempfile::tempdir().unwrap();
+    let sdk = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../sdk");
+    let new = |name: &str, sdk_path: &str| {
+        Command::new(crate::common::front())
+            .args(["plugin", "new", name, "--hooks", "stable,overlay,turn,bootstrap", "--sdk-path", sdk_path])
+            .current_dir(work.path())
+            .output()
+            .unwrap()
+    };
+    for refused in ["fn", "self", "test", "std", "proem-sdk", "proem_sdk", "../x", "a/b", "A", "1a", "_a", ""] {
+        let out = new(refused, sdk.to_str().unwrap());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{refused:?}: {err}");
+        assert!(err.contains("plugin name") || err.contains("pick another name"), "{refused:?}: {err}");
+    }
+    let odd_sdk = work.path().join("sdk\nname = \"evil\"\n");
+    std::os::unix::fs::symlink(&sdk, &odd_sdk).unwrap();
+    let out = new("fine", odd_sdk.to_str().unwrap());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("--sdk-path") && err.contains("control character (U+000A)"), "{err}");
+    std::fs::remove_file(&odd_sdk).unwrap();
+    assert_eq!(std::fs::read_dir(work.path()).unwrap().count(), 0, "nothing is made for a refused name or path");
+
+    let target = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("scaffold-target");
+    for name in ["plugin", "file", "ok", "self-", "result", "turn-hook"] {
+        let out = new(name, sdk.to_str().unwrap());
+        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        let mut build = Command::new("cargo");
+        build.args(["test", "--no-run", "--target-dir"]).arg(&target).current_dir(work.path().join(name));
+        for var in [
+            "CARGO_ENCODED_RUSTFLAGS",
+            "RUSTFLAGS",
+            "CARGO_TARGET_DIR",
+            "CARGO_BUILD_TARGET",
+            "RUSTC_WORKSPACE_WRAPPER",
+        ] {
+            build.env_remove(var);
+        }
+        let built = build.output().unwrap();
+        assert!(built.status.success(), "{name}: {}", String::from_utf8_lossy(&built.stderr));
+    }
+}
+
 /// The testkit runs a built .wasm through the real host, as a plugin
 /// author's own test would.
 #[test]
@@ -708,4 +765,191 @@ fn the_testkit_runs_a_built_plugin_in_the_real_host() {
     let err =
         PluginHarness::new(&bad).unwrap().config("{ behave = \"panic\" }").build(&turn()).unwrap_err().to_string();
     assert!(err.contains("fixture panic") && err.contains("required"), "{err}");
+}
+
+// ------------------------------------------------- plugin add: where it writes
+
+/// Every entry under `root` without following symlinks: its kind and its
+/// bytes or link target, and a file's permission bits.
+fn tree(root: &std::path::Path) -> std::collections::BTreeMap<std::path::PathBuf, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            let what = if meta.file_type().is_symlink() {
+                format!("link -> {}", std::fs::read_link(&path).unwrap().display())
+            } else if meta.is_dir() {
+                stack.push(path.clone());
+                "dir".to_string()
+            } else {
+                let bytes = std::fs::read(&path).unwrap();
+                format!("file {:o} {}", meta.permissions().mode() & 0o777, sha256_hex(&bytes))
+            };
+            out.insert(path.strip_prefix(root).unwrap().to_path_buf(), what);
+        }
+    }
+    out
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Where a symlink (or the real thing) sits at one of the three names an
+/// install writes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Placement {
+    /// Nothing there.
+    Absent,
+    /// The real thing (a folder, a file).
+    Real,
+    /// A symlink to a file or folder outside the agent directory.
+    Outside,
+    /// A symlink to nothing.
+    Dangling,
+    /// A symlink to itself.
+    Loop,
+    /// A symlink to something inside the agent directory.
+    Inside,
+}
+
+const PLACEMENTS: [Placement; 6] =
+    [Placement::Absent, Placement::Real, Placement::Outside, Placement::Dangling, Placement::Loop, Placement::Inside];
+
+/// Puts `placement` at `name` in `agent`: a folder when `dir`, else a file
+/// with `text`; `outside` is the folder outside the agent.
+fn place(agent: &std::path::Path, outside: &std::path::Path, name: &str, placement: Placement, dir: bool, text: &str) {
+    use std::os::unix::fs::symlink;
+    let path = agent.join(name);
+    let victim = outside.join(if dir { "victim-dir" } else { "victim.toml" });
+    match placement {
+        Placement::Absent => {}
+        Placement::Real if dir => std::fs::create_dir(&path).unwrap(),
+        Placement::Real => std::fs::write(&path, text).unwrap(),
+        Placement::Outside => symlink(&victim, &path).unwrap(),
+        Placement::Dangling => symlink(outside.join("nothing-here"), &path).unwrap(),
+        Placement::Loop => symlink(path.file_name().unwrap(), &path).unwrap(),
+        Placement::Inside if dir => {
+            std::fs::create_dir_all(agent.join("inner-dir")).unwrap();
+            symlink("inner-dir", &path).unwrap()
+        }
+        Placement::Inside => {
+            std::fs::write(agent.join("inner.toml"), text).unwrap();
+            symlink("inner.toml", &path).unwrap()
+        }
+    }
+}
+
+/// The rule of `plugin add` and `pull`, over every placement of a symlink
+/// (to outside, dangling, a loop, to inside) or the real thing at each of
+/// the three names they write (plugins/, plugins/hw.wasm, proem.toml): a
+/// symlink anywhere on the way is refused and nothing changes, inside the
+/// agent or out; otherwise the plugin and its entry are written whole,
+/// proem.toml keeps its permissions, and no temporary file is left.
+#[test]
+fn plugin_add_never_writes_through_a_symlink_wherever_one_is_placed() {
+    let wasm_dir = tempfile::tempdir().unwrap();
+    let wasm = wasm_dir.path().join("hw.wasm");
+    let bytes = guest_wasm("hardware-access");
+    std::fs::write(&wasm, &bytes).unwrap();
+    let config = "[agent]\nid = \"linked\"\n";
+    let mut tried = 0;
+    for plugins_at in PLACEMENTS {
+        for file_at in PLACEMENTS {
+            // The plugin file's placements need a real plugins/ folder.
+            if file_at != Placement::Absent && plugins_at != Placement::Real {
+                continue;
+            }
+            for config_at in PLACEMENTS {
+                tried += 1;
+                let case = format!("plugins/ {plugins_at:?}, plugins/hw.wasm {file_at:?}, proem.toml {config_at:?}");
+                let agent = tempfile::tempdir().unwrap();
+                let outside = tempfile::tempdir().unwrap();
+                std::fs::create_dir(outside.path().join("victim-dir")).unwrap();
+                std::fs::write(outside.path().join("victim-dir/hw.wasm.keep"), "theirs").unwrap();
+                std::fs::write(outside.path().join("victim.toml"), config).unwrap();
+                std::fs::write(agent.path().join("AGENTS.md"), "# Rules").unwrap();
+                place(agent.path(), outside.path(), "plugins", plugins_at, true, "");
+                if plugins_at == Placement::Real {
+                    place(agent.path(), outside.path(), "plugins/hw.wasm", file_at, false, "not wasm");
+                }
+                place(agent.path(), outside.path(), "proem.toml", config_at, false, config);
+                if config_at == Placement::Real {
+                    use std::os::unix::fs::PermissionsExt;
+                    let mode = std::fs::Permissions::from_mode(0o600);
+                    std::fs::set_permissions(agent.path().join("proem.toml"), mode).unwrap();
+                }
+                let (agent_before, outside_before) = (tree(agent.path()), tree(outside.path()));
+
+                let result = proem_full::install::add(&wasm, agent.path(), Some("hw"));
+
+                assert_eq!(tree(outside.path()), outside_before, "{case}: something outside changed");
+                let linked =
+                    [plugins_at, file_at, config_at].iter().any(|p| !matches!(p, Placement::Absent | Placement::Real))
+                        || file_at == Placement::Real;
+                if linked {
+                    let err = result.expect_err(&case);
+                    assert!(err.contains("symlink") || err.contains("already exists"), "{case}: {err}");
+                    assert_eq!(tree(agent.path()), agent_before, "{case}: the agent changed");
+                    continue;
+                }
+                let installed = result.unwrap_or_else(|e| panic!("{case}: {e}"));
+                assert_eq!(installed.path, "plugins/hw.wasm");
+                assert_eq!(std::fs::read(agent.path().join("plugins/hw.wasm")).unwrap(), bytes, "{case}");
+                let after = tree(agent.path());
+                let toml = &after[std::path::Path::new("proem.toml")];
+                if config_at == Placement::Real {
+                    assert!(toml.starts_with("file 600 "), "{case}: proem.toml lost its permissions: {toml}");
+                }
+                let text = std::fs::read_to_string(agent.path().join("proem.toml")).unwrap();
+                assert!(text.contains(&format!("path = \"plugins/hw.wasm\"\nsha256 = \"{}\"", sha256_hex(&bytes))));
+                assert!(
+                    after.keys().all(|p| !p.to_string_lossy().contains(".proem-")),
+                    "{case}: a temporary file was left: {after:?}"
+                );
+            }
+        }
+    }
+    assert_eq!(tried, 6 * 6 + 5 * 6, "every placement tried");
+}
+
+/// A symlink swapped in between the check (`plan`, which `plugin pull`
+/// runs before the network) and the write: the write checks again through
+/// the descriptors it writes with, refuses, and nothing outside changes.
+#[test]
+fn a_symlink_swapped_in_after_the_check_is_refused_at_the_write() {
+    use std::os::unix::fs::symlink;
+    let bytes = guest_wasm("hardware-access");
+    type Swap = fn(&std::path::Path, &std::path::Path);
+    let swaps: [(&str, Swap); 3] = [
+        ("proem.toml to a file outside", |agent, outside| {
+            std::fs::remove_file(agent.join("proem.toml")).unwrap();
+            symlink(outside.join("victim.toml"), agent.join("proem.toml")).unwrap();
+        }),
+        ("plugins/ to a folder outside", |agent, outside| {
+            std::fs::remove_dir(agent.join("plugins")).unwrap();
+            symlink(outside, agent.join("plugins")).unwrap();
+        }),
+        ("plugins/hw.wasm to a file outside", |agent, outside| {
+            symlink(outside.join("hw.wasm"), agent.join("plugins/hw.wasm")).unwrap();
+        }),
+    ];
+    for (case, swap) in swaps {
+        let agent = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("victim.toml"), "[agent]\nid = \"victim\"\n").unwrap();
+        std::fs::write(agent.path().join("proem.toml"), "[agent]\nid = \"swapped\"\n").unwrap();
+        std::fs::create_dir(agent.path().join("plugins")).unwrap();
+        let plan = proem_full::install::plan(agent.path(), "hw").unwrap();
+        swap(agent.path(), outside.path());
+        let (agent_before, outside_before) = (tree(agent.path()), tree(outside.path()));
+        let err = plan.install(&bytes, "Swapped.").expect_err(case);
+        assert!(err.contains("symlink") || err.contains("already exists"), "{case}: {err}");
+        assert_eq!(tree(outside.path()), outside_before, "{case}: something outside changed");
+        assert_eq!(tree(agent.path()), agent_before, "{case}: the agent changed");
+    }
 }

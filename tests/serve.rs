@@ -29,15 +29,21 @@ impl Server {
     /// Starts `proem serve ARGS --listen 127.0.0.1:0` and waits (10 s at
     /// most) for its `listening on` line.
     pub fn start(args: &[&str]) -> Server {
-        let mut child = Command::new(crate::common::front())
+        Server::start_with(args, |_| {})
+    }
+
+    /// [`Server::start`] with the command changed by `configure` first.
+    pub fn start_with(args: &[&str], configure: impl FnOnce(&mut Command)) -> Server {
+        let mut command = Command::new(crate::common::front());
+        command
             .arg("serve")
             .args(args)
             .args(["--listen", "127.0.0.1:0"])
             .env("PROEM_CACHE_DIR", plugin_env())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start proem serve");
+            .stderr(Stdio::inherit());
+        configure(&mut command);
+        let mut child = command.spawn().expect("start proem serve");
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
@@ -50,12 +56,32 @@ impl Server {
         Server { child, url }
     }
 
-    fn pid(&self) -> i32 {
+    /// The server's process id.
+    pub fn pid(&self) -> i32 {
         self.child.id() as i32
+    }
+
+    /// `127.0.0.1:PORT`.
+    pub fn addr(&self) -> String {
+        self.url.trim_start_matches("http://").to_string()
+    }
+
+    /// Sends SIGTERM and waits (10 s at most) for the exit status.
+    pub fn stop(&mut self) -> std::process::ExitStatus {
+        let killed = Command::new("kill").args(["-TERM", &self.pid().to_string()]).status().unwrap();
+        assert!(killed.success());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                return s;
+            }
+            assert!(Instant::now() < deadline, "the server did not exit within 10 s of SIGTERM");
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 }
 
-fn client() -> reqwest::Client {
+pub fn client() -> reqwest::Client {
     // reqwest is built with TLS but no provider (feature unification with
     // proem's OCI client); these requests are plain HTTP, the provider is
     // only for the builder's sake.
@@ -63,7 +89,7 @@ fn client() -> reqwest::Client {
     reqwest::Client::builder().no_proxy().timeout(Duration::from_secs(30)).build().unwrap()
 }
 
-fn runtime() -> tokio::runtime::Runtime {
+pub fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread().worker_threads(4).enable_all().build().unwrap()
 }
 
@@ -90,7 +116,7 @@ fn without_timings(json: &str) -> String {
     serde_json::to_string_pretty(&v).unwrap()
 }
 
-fn atlas() -> String {
+pub fn atlas() -> String {
     example("atlas").display().to_string()
 }
 
@@ -185,14 +211,14 @@ fn thirty_two_clients_get_the_clis_bytes() {
 }
 
 /// An agent folder of its own (copied from examples/marlow, plugins and all).
-fn agent_copy(parent: &Path, name: &str) -> PathBuf {
+pub fn agent_copy(parent: &Path, name: &str) -> PathBuf {
     let from = example("marlow");
     let to = parent.join(name);
     copy_dir(&from, &to);
     to
 }
 
-fn copy_dir(from: &Path, to: &Path) {
+pub fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();
@@ -206,7 +232,7 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 /// Polls `check` every 50 ms for up to 10 s.
-fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+pub fn eventually(what: &str, mut check: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(10);
     while !check() {
         assert!(Instant::now() < deadline, "not within 10 s: {what}");
@@ -273,7 +299,7 @@ fn edits_reload_and_a_broken_config_keeps_the_last_good_one_serving() {
 }
 
 /// An agent with one fixture plugin that spins until its deadline.
-fn slow_agent(parent: &Path, deadline_ms: u32) -> PathBuf {
+pub fn slow_agent(parent: &Path, deadline_ms: u32) -> PathBuf {
     let dir = parent.join("slow");
     std::fs::create_dir_all(dir.join("plugins")).unwrap();
     std::fs::write(dir.join("plugins/fixture.wasm"), guest_wasm("proem-fixture-guest")).unwrap();
@@ -306,7 +332,13 @@ fn limits_answer_with_problems_and_bad_input_is_never_a_500() {
     let url = format!("{}/v1/agents/slow/build", server.url);
     rt.block_on(async {
         // Too large: 413.
-        let r = c.post(&url).body(format!("{{\"extra\": \"{}\"}}", "x".repeat(4096))).send().await.unwrap();
+        let r = c
+            .post(&url)
+            .header("content-type", "application/json")
+            .body(format!("{{\"extra\": \"{}\"}}", "x".repeat(4096)))
+            .send()
+            .await
+            .unwrap();
         assert_eq!(r.status(), 413);
         assert_eq!(r.headers()["content-type"], "application/problem+json");
         // One runs, one waits, the rest are told to come back: 503 + Retry-After.
@@ -362,7 +394,8 @@ fn limits_answer_with_problems_and_bad_input_is_never_a_500() {
                 1 => "[1, 2, 3]".to_string(),
                 _ => Value::Object(body).to_string(),
             };
-            let r = c.post(&fast_url).body(raw.clone()).send().await.unwrap();
+            let r =
+                c.post(&fast_url).header("content-type", "application/json").body(raw.clone()).send().await.unwrap();
             let status = r.status().as_u16();
             assert!(status < 500, "{raw} gave {status}: {}", r.text().await.unwrap());
             if status >= 400 {
@@ -813,8 +846,12 @@ fn a_slow_body_is_cut_off_at_the_deadline() {
     let started = Instant::now();
     let mut slow = std::net::TcpStream::connect(&addr).unwrap();
     slow.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    write!(slow, "POST /v1/agents/atlas/build HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 1000\r\n\r\n{{\"extra\": \"")
-        .unwrap();
+    write!(
+        slow,
+        "POST /v1/agents/atlas/build HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Content-Length: 1000\r\n\r\n{{\"extra\": \""
+    )
+    .unwrap();
     // Meanwhile another client is served.
     let rt = runtime();
     let status = rt.block_on(async {

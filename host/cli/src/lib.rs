@@ -82,7 +82,13 @@ pub enum Command {
         /// Allow a non-loopback --listen without a token.
         #[arg(long)]
         insecure: bool,
-        /// Builds running at once, 1 to 4096 [default: twice the cores].
+        /// Also answer requests whose Host is NAME (repeatable). Loopback
+        /// addresses, localhost and the --listen address are always
+        /// answered; any other Host is refused with 421 (DNS rebinding).
+        #[arg(long = "allow-host", value_name = "NAME")]
+        allow_hosts: Vec<String>,
+        /// Builds running at once, request bodies over 64 KiB being read
+        /// included, 1 to 4096 [default: twice the cores].
         #[arg(long, value_name = "N", value_parser = within(bounds::SERVE_CONCURRENT))]
         concurrent: Option<usize>,
         /// Requests waiting for a build slot before new ones get 503 with
@@ -97,6 +103,21 @@ pub enum Command {
         /// (1 to 86,400,000: a day).
         #[arg(long, value_name = "MS", default_value_t = 10_000, value_parser = within_u64(bounds::SERVE_TIMEOUT_MS))]
         timeout_ms: u64,
+        /// Connections open at once; one more is answered 503 and closed
+        /// [default: half the file descriptors the limit leaves after 64,
+        /// at most 8192].
+        #[arg(long, value_name = "N", value_parser = within(bounds::SERVE_MAX_CONNECTIONS))]
+        max_connections: Option<usize>,
+        /// The time a request's head may take to arrive, from the
+        /// connection's start or the end of the previous response (the
+        /// keep-alive idle timeout); also the longest a response may wait
+        /// for the client to read it. Then the connection is closed.
+        #[arg(long, value_name = "MS", default_value_t = 10_000, value_parser = within_u64(bounds::SERVE_HEADER_TIMEOUT_MS))]
+        header_timeout_ms: u64,
+        /// The largest request head (request line and headers) in bytes
+        /// (over it: 431).
+        #[arg(long, value_name = "BYTES", default_value_t = 64 * 1024, value_parser = within(bounds::SERVE_MAX_HEADER_BYTES))]
+        max_header_bytes: usize,
     },
     /// Work on a plugin binary: `proem plugin check FILE.wasm`.
     Plugin {
@@ -131,9 +152,15 @@ pub enum PluginAction {
     /// layout of wkg, Spin and wasmCloud) into AGENT_DIR/plugins/ and add its
     /// [[plugins]] entry to proem.toml with the component's sha256 pinned.
     /// The binary is checked before anything is written; nothing existing
-    /// is overwritten. A registry on this machine (localhost, 127.0.0.1,
-    /// [::1]) is spoken to over HTTP, any other over HTTPS only. Credentials:
-    /// PROEM_REGISTRY_USER and PROEM_REGISTRY_PASSWORD, else anonymous.
+    /// is overwritten, nothing is written through a symlink. A registry on
+    /// this machine (localhost, 127.0.0.1, [::1]) is spoken to over HTTP,
+    /// any other over HTTPS only. What the registry sends is bounded as it
+    /// arrives: the manifest at 4 MiB; one application/wasm layer, decided
+    /// from the manifest before it is fetched, of at most 64 MiB and
+    /// exactly the size and sha256 the manifest gives. A redirect to another
+    /// host is followed only for the layer (checked by its digest), never
+    /// with the credentials: PROEM_REGISTRY_USER and PROEM_REGISTRY_PASSWORD,
+    /// else anonymous.
     Pull {
         /// oci://REGISTRY/REPOSITORY:TAG (or @sha256:DIGEST).
         #[arg(value_name = "OCI_REF")]
@@ -144,6 +171,8 @@ pub enum PluginAction {
         /// The plugin id in proem.toml (default: the repository's last part).
         #[arg(long, value_name = "ID")]
         id: Option<String>,
+        #[command(flatten)]
+        timeouts: RegistryTimeouts,
     },
     /// Add a local plugin binary to an agent: copies it to
     /// AGENT_DIR/plugins/ and appends its [[plugins]] entry, sha256 pinned,
@@ -170,6 +199,8 @@ pub enum PluginAction {
         /// oci://REGISTRY/REPOSITORY:TAG
         #[arg(value_name = "OCI_REF")]
         reference: String,
+        #[command(flatten)]
+        timeouts: RegistryTimeouts,
     },
     /// Create a standalone plugin crate NAME in the current folder: its own
     /// rust-toolchain.toml (with the wasm32-wasip2 target), a cdylib,
@@ -189,6 +220,21 @@ pub enum PluginAction {
         #[arg(long, value_name = "DIR")]
         sdk_path: Option<PathBuf>,
     },
+}
+
+/// How long `plugin pull` and `plugin push` wait for a registry, in
+/// seconds (1 to 86400 each).
+#[derive(clap::Args)]
+pub struct RegistryTimeouts {
+    /// The longest wait to open a connection (TCP and TLS).
+    #[arg(long, value_name = "SECS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub connect_timeout: u64,
+    /// The longest wait for the next bytes of an answer.
+    #[arg(long, value_name = "SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub read_timeout: u64,
+    /// The whole transfer: every request, redirect and byte.
+    #[arg(long, value_name = "SECS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub timeout: u64,
 }
 
 #[derive(Args)]

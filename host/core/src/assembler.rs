@@ -96,8 +96,7 @@ impl Assembler {
         let config_file = config_path(agent_dir, config);
         let config_found = config.is_some() || config_file.exists();
         let config = if config_found { Config::load(&config_file)? } else { Config::default() };
-        let cache_dir = crate::disk::default_dir();
-        let plugins = PluginSet::load_with(&config.plugins, workspace.root(), cache_dir.as_deref(), runtime)?;
+        let plugins = PluginSet::load_with(&config.plugins, workspace.root(), crate::cache_dir::default(), runtime)?;
         Ok(Assembler::assemble(workspace, config, config_file, config_found, plugins))
     }
 
@@ -108,8 +107,7 @@ impl Assembler {
         runtime: &'static dyn crate::plugin::runtime::Runtime,
     ) -> Result<Assembler, ProemError> {
         let workspace = Workspace::open(agent_dir)?;
-        let cache_dir = crate::disk::default_dir();
-        let plugins = PluginSet::load_with(&config.plugins, workspace.root(), cache_dir.as_deref(), runtime)?;
+        let plugins = PluginSet::load_with(&config.plugins, workspace.root(), crate::cache_dir::default(), runtime)?;
         let config_file = agent_dir.join(crate::config::CONFIG_FILE);
         Ok(Assembler::assemble(workspace, config, config_file, true, plugins))
     }

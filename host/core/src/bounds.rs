@@ -101,8 +101,15 @@ pub const SERVE_MAX_BODY: Bound = Bound { name: "--max-body", min: 1, max: 1 << 
 /// `proem serve --timeout-ms`: a day at most.
 pub const SERVE_TIMEOUT_MS: Bound = Bound { name: "--timeout-ms", min: 1, max: 86_400_000, unit: "ms" };
 
+/// `proem serve --max-connections`.
+pub const SERVE_MAX_CONNECTIONS: Bound = Bound { name: "--max-connections", min: 1, max: 1 << 20, unit: "connections" };
+/// `proem serve --header-timeout-ms`: a day at most.
+pub const SERVE_HEADER_TIMEOUT_MS: Bound = Bound { name: "--header-timeout-ms", min: 1, max: 86_400_000, unit: "ms" };
+/// `proem serve --max-header-bytes`: 8 KiB to 16 MiB.
+pub const SERVE_MAX_HEADER_BYTES: Bound = Bound { name: "--max-header-bytes", min: 8192, max: 16 << 20, unit: "bytes" };
+
 /// Every bound, for documentation and tests.
-pub const ALL: [Bound; 15] = [
+pub const ALL: [Bound; 18] = [
     BUDGET_TOKENS,
     CONTEXT_WINDOW,
     PER_FILE_CHARS,
@@ -118,6 +125,9 @@ pub const ALL: [Bound; 15] = [
     SERVE_QUEUE,
     SERVE_MAX_BODY,
     SERVE_TIMEOUT_MS,
+    SERVE_MAX_CONNECTIONS,
+    SERVE_HEADER_TIMEOUT_MS,
+    SERVE_MAX_HEADER_BYTES,
 ];
 
 #[cfg(test)]

@@ -534,6 +534,15 @@ pub struct PluginConfig {
 /// The largest config file proem reads.
 pub const MAX_CONFIG_BYTES: u64 = 4 * 1024 * 1024;
 
+/// The most `[[plugins]]` entries an agent may configure.
+pub const MAX_PLUGINS: usize = 64;
+
+/// The most items of any other list in proem.toml: `extra_files`, the
+/// allowlists, `pinned`, `folders`, team members and delegates, grants, the
+/// lists inside a plugin's own `config`, and any list added later (the rule
+/// is checked on the document, not per field).
+pub const MAX_LIST_ITEMS: usize = 256;
+
 /// The preset's table with the agent's text laid over it, key by key.
 fn with_preset(preset: Preset, source: &str, path: &Path) -> Result<Config, ProemError> {
     let broken = |e: &dyn std::fmt::Display| {
@@ -570,13 +579,17 @@ impl Config {
     /// Parses and validates config text; `path` only labels errors.
     pub fn parse(source: &str, path: &Path) -> Result<Config, ProemError> {
         // The agent's own text first: its errors carry its lines and keys.
-        let config: Config = toml::from_str(source).map_err(|e| {
+        let located = |e: toml::de::Error| {
             let (line, key) = match e.span() {
                 Some(span) => locate_span(source, span.start),
                 None => (None, None),
             };
             ProemError::config(path, line, key, e.message().trim().to_string())
-        })?;
+        };
+        // Parsed once: its lists are checked, then the typed config is read from it.
+        let document = toml::de::DeTable::parse(source).map_err(located)?;
+        check_lists_in_table(document.get_ref(), "", source, path)?;
+        let config = Config::deserialize(toml::de::Deserializer::from(document)).map_err(located)?;
         let config = match config.agent.preset {
             None => config,
             Some(preset) => with_preset(preset, source, path)?,
@@ -750,6 +763,52 @@ impl Config {
             .clone()
             .or_else(|| agent_dir.file_name().map(|n| n.to_string_lossy().into_owned()))
             .unwrap_or_else(|| "agent".to_string())
+    }
+}
+
+/// Refuses any list of the document (`table`, under the dotted key
+/// `prefix`) longer than its cap ([`MAX_PLUGINS`] for `[[plugins]]`,
+/// [`MAX_LIST_ITEMS`] for every other), naming the line of the first item
+/// over it.
+fn check_lists_in_table(table: &toml::de::DeTable, prefix: &str, source: &str, path: &Path) -> Result<(), ProemError> {
+    for (key, value) in table.iter() {
+        let key: &str = key.get_ref();
+        let name = if prefix.is_empty() { key.to_string() } else { format!("{prefix}.{key}") };
+        check_lists_in_value(value, &name, source, path)?;
+    }
+    Ok(())
+}
+
+fn check_lists_in_value(
+    value: &toml::Spanned<toml::de::DeValue>,
+    name: &str,
+    source: &str,
+    path: &Path,
+) -> Result<(), ProemError> {
+    match value.get_ref() {
+        toml::de::DeValue::Array(items) => {
+            let (cap, what) = if name == "plugins" {
+                (MAX_PLUGINS, "[[plugins]] entries, more than the")
+            } else {
+                (MAX_LIST_ITEMS, "items, more than the")
+            };
+            if let Some(over) = items.get(cap) {
+                let line = source[..over.span().start.min(source.len())].matches('\n').count() + 1;
+                return Err(ProemError::config(
+                    path,
+                    Some(line),
+                    Some(name.to_string()),
+                    format!(
+                        "{} {what} {cap} proem reads from one list (item {} is on this line); shorten the list",
+                        items.len(),
+                        cap + 1
+                    ),
+                ));
+            }
+            items.iter().try_for_each(|item| check_lists_in_value(item, name, source, path))
+        }
+        toml::de::DeValue::Table(table) => check_lists_in_table(table, name, source, path),
+        _ => Ok(()),
     }
 }
 
@@ -935,5 +994,74 @@ config = { patterns = ["gpio_*", "i2c_*"] }
         assert!(check_relative_path("/etc/passwd").is_err());
         assert!(check_relative_path("a/../../b").is_err());
         assert!(check_relative_path(" ").is_err());
+    }
+}
+
+#[cfg(test)]
+mod list_cap_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Lists of proem.toml: (the lines before the key, the key, one item).
+    /// The rule is checked on the document, so these are samples of it:
+    /// every typed list field, and a list inside a plugin's own config.
+    const LISTS: &[(&str, &str, &str)] = &[
+        ("[bootstrap]", "extra_files", "\"a.md\""),
+        ("[bootstrap]", "subagent_allowlist", "\"AGENTS.md\""),
+        ("[skills]", "allow", "\"s\""),
+        ("[skills]", "pinned", "\"s\""),
+        ("[skills]", "folders", "\"f\""),
+        ("[team]", "members", "{ name = \"n\", role = \"r\" }"),
+        ("[team]", "delegates", "\"d\""),
+        ("[tools]", "shell_deny_groups", "\"network\""),
+        ("[runtime]", "capabilities", "\"c\""),
+        ("[[plugins]]\nid = \"p\"\nsource = \"builtin:hardware-access\"", "grants", "\"workspace-read\""),
+        ("[[plugins]]\nid = \"p\"\nsource = \"builtin:hardware-access\"\n[plugins.config]", "patterns", "\"gpio_*\""),
+    ];
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+        /// Any list up to its cap loads; one item more is an error naming
+        /// the line of the first item over the cap, the key and the cap.
+        #[test]
+        fn every_list_is_capped_and_the_error_names_its_line(
+            list in 0..LISTS.len(),
+            extra in -2i32..=2,
+            blanks in 0usize..4,
+        ) {
+            let (before, key, item) = LISTS[list];
+            let len = (MAX_LIST_ITEMS as i32 + extra) as usize;
+            let items: String = (0..len).map(|_| format!("{item},\n")).collect();
+            let source = format!("{}{before}\n{key} = [\n{items}]\n", "\n".repeat(blanks));
+            let result = Config::parse(&source, Path::new("agent/proem.toml"));
+            if len <= MAX_LIST_ITEMS {
+                prop_assert!(result.is_ok(), "{len} items: {:?}", result.err().map(|e| e.to_string()));
+            } else {
+                let err = result.unwrap_err().to_string();
+                let line = blanks + before.lines().count() + 1 + MAX_LIST_ITEMS + 1;
+                prop_assert!(err.starts_with(&format!("agent/proem.toml:{line}:")), "{err}");
+                prop_assert!(err.contains(key) && err.contains(&format!("more than the {MAX_LIST_ITEMS}")), "{err}");
+            }
+        }
+
+        /// Up to [`MAX_PLUGINS`] `[[plugins]]` entries load; the next is
+        /// an error on its own line.
+        #[test]
+        fn plugin_entries_are_capped(extra in -2i32..=2, blanks in 0usize..4) {
+            let len = (MAX_PLUGINS as i32 + extra) as usize;
+            let entries: String =
+                (0..len).map(|i| format!("[[plugins]]\nid = \"p{i}\"\nsource = \"builtin:hardware-access\"\n")).collect();
+            let source = format!("{}{entries}", "\n".repeat(blanks));
+            let result = Config::parse(&source, Path::new("proem.toml"));
+            if len <= MAX_PLUGINS {
+                prop_assert_eq!(result.map(|c| c.plugins.len()).ok(), Some(len));
+            } else {
+                let err = result.unwrap_err().to_string();
+                let line = blanks + 3 * MAX_PLUGINS + 1;
+                prop_assert!(err.starts_with(&format!("proem.toml:{line}:")), "{err}");
+                prop_assert!(err.contains(&format!("[[plugins]] entries, more than the {MAX_PLUGINS}")), "{err}");
+            }
+        }
     }
 }

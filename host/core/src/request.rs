@@ -49,13 +49,54 @@ pub struct BuildRequest {
     pub now: Option<String>,
     /// IANA time zone.
     pub timezone: Option<String>,
-    /// Whole-prompt token budget.
+    /// Whole-prompt token budget (in JSON an integer, or a number with no
+    /// fraction such as `2.0`, which JSON Schema counts as an integer).
+    #[serde(default, deserialize_with = "whole_tokens")]
     pub budget: Option<usize>,
     /// How to print the build (default text).
     pub format: Option<Format>,
     /// Fail when any plugin failed.
     #[serde(default)]
     pub strict: bool,
+}
+
+/// An optional token count: a non-negative integer, or a number with no
+/// fraction within range; anything else an error saying what is expected.
+fn whole_tokens<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<usize>, D::Error> {
+    struct Tokens(usize);
+    struct Visitor;
+    impl serde::de::Visitor<'_> for Visitor {
+        type Value = Tokens;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            write!(f, "a whole number of tokens from 0 to {}", usize::MAX)
+        }
+
+        fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Tokens, E> {
+            usize::try_from(v).map(Tokens).map_err(|_| E::invalid_value(serde::de::Unexpected::Unsigned(v), &self))
+        }
+
+        fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Tokens, E> {
+            u64::try_from(v)
+                .map_err(|_| E::invalid_value(serde::de::Unexpected::Signed(v), &self))
+                .and_then(|v| self.visit_u64(v))
+        }
+
+        fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Tokens, E> {
+            // `usize::MAX as f64` rounds up past usize::MAX: the bound is strict.
+            if v.fract() == 0.0 && v >= 0.0 && v < usize::MAX as f64 {
+                Ok(Tokens(v as usize))
+            } else {
+                Err(E::invalid_value(serde::de::Unexpected::Float(v), &self))
+            }
+        }
+    }
+    impl<'de> Deserialize<'de> for Tokens {
+        fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Tokens, D::Error> {
+            deserializer.deserialize_any(Visitor)
+        }
+    }
+    Ok(Option::<Tokens>::deserialize(deserializer)?.map(|t| t.0))
 }
 
 /// Tools inline or by reference.
@@ -144,4 +185,38 @@ pub fn respond(built: &Built, request: &BuildRequest) -> Result<String, ProemErr
         out.push('\n');
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn budget(json: &str) -> Result<Option<usize>, String> {
+        serde_json::from_str::<BuildRequest>(&format!("{{\"budget\": {json}}}"))
+            .map(|r| r.budget)
+            .map_err(|e| e.to_string())
+    }
+
+    proptest! {
+        #[test]
+        fn a_budget_is_any_whole_number_in_range_and_nothing_else(n in any::<u64>(), negative in i64::MIN..0, fraction in 0.001f64..0.999) {
+            prop_assert_eq!(budget(&n.to_string()), Ok(Some(n as usize)));
+            // serde_json reads floats exactly up to about 2^50.
+            let whole = (n >> 24) as f64;
+            let with_point = format!("{whole:.1}");
+            prop_assert_eq!(budget(&with_point), Ok(Some(whole as usize)));
+            prop_assert!(budget(&negative.to_string()).unwrap_err().contains("whole number of tokens"));
+            let fractional = (whole + fraction).to_string();
+            prop_assert!(budget(&fractional).is_err(), "{}", fractional);
+        }
+    }
+
+    #[test]
+    fn a_budget_out_of_range_or_not_a_number_is_refused() {
+        assert_eq!(budget("null"), Ok(None));
+        for bad in ["18446744073709551616", "1e300", "-0.5", "\"5\"", "true", "[]", "1.8446744073709552e19"] {
+            assert!(budget(bad).is_err(), "{bad}");
+        }
+    }
 }

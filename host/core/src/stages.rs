@@ -20,7 +20,7 @@ use crate::report::{Built, Diagnostic, FileDetail, FileReport, PluginReport, Sec
 use crate::section::{core_spec, Placement, Section, Source};
 use crate::skills::{self, Skill};
 use crate::text::{clean_owned, neutralize, one_line};
-use crate::tokens::{save_counts, TokenCounter, Tokenizer};
+use crate::tokens::{TokenCounter, Tokenizer};
 use crate::tools::PromptTool;
 use crate::turn::{ChatKind, Turn};
 use crate::zone::{Local, Zone};
@@ -421,7 +421,7 @@ impl Assembler {
             },
         };
         if self.caching.token_counts {
-            save_counts(counter);
+            crate::tokens::after_build(counter);
         }
         Built {
             stable_hash: match self.caching.token_counts {

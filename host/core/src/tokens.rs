@@ -5,10 +5,10 @@
 //! 128-bit hash of the text, in memory and (through [`TokenCounter::save`])
 //! on disk, so a text that was counted before is never encoded again.
 
+use crate::cache_dir::CacheDir;
 use crate::sync::Lock;
 use proem_bpe::Encoder;
 use std::collections::HashMap;
-use std::path::Path;
 use xxhash_rust::xxh3::xxh3_128;
 
 /// The BPE vocabularies proem counts with.
@@ -197,13 +197,19 @@ impl TokenCounter {
         self.memo.lock().encoded_bytes
     }
 
-    /// Adds the counts saved in `path` (see [`TokenCounter::save`]). A
-    /// missing, foreign or corrupt file adds nothing.
-    pub fn load(&self, path: &Path) {
-        let limit = (32 + MEMO_LIMIT * 20) as u64;
-        let Ok(data) = crate::disk::read_regular_file(path, limit) else { return };
-        let Some(entries) = decode_counts(&data, self.tokenizer) else {
-            tracing::warn!(path = %path.display(), "token count cache is not ours or corrupt; ignoring it");
+    /// Adds the counts saved in the cache folder `dir` (see
+    /// [`TokenCounter::save`]). A missing, foreign, forged or corrupt file
+    /// adds nothing: counts decide what fits in the budget, so only a file
+    /// this user's proem wrote for this tokenizer is read.
+    pub fn load(&self, dir: &CacheDir) {
+        let name = saved_counts_name(self.tokenizer);
+        let Ok(data) = dir.read(&name, MAX_COUNTS_FILE_BYTES as u64) else { return };
+        if !data.starts_with(COUNTS_MAGIC) {
+            tracing::debug!(path = %dir.path().join(&name).display(), "token counts of another proem version; ignored");
+            return;
+        }
+        let Some(entries) = decode_counts(dir, &data, self.tokenizer) else {
+            tracing::warn!(path = %dir.path().join(&name).display(), "token count cache damaged or not ours; ignoring it");
             return;
         };
         let mut memo = self.memo.lock();
@@ -220,9 +226,10 @@ impl TokenCounter {
         self.memo.lock().unsaved > 0
     }
 
-    /// Writes the memo to `path` (temporary file + rename) when it has
-    /// entries not saved yet. Returns whether it wrote.
-    pub fn save(&self, path: &Path) -> std::io::Result<bool> {
+    /// Writes the memo (at most [`MEMO_LIMIT`] entries) into the cache
+    /// folder `dir` (temporary file + rename) when it has entries not saved
+    /// yet. Returns whether it wrote.
+    pub fn save(&self, dir: &CacheDir) -> std::io::Result<bool> {
         let bytes = {
             let mut memo = self.memo.lock();
             if memo.unsaved == 0 {
@@ -231,9 +238,10 @@ impl TokenCounter {
             memo.unsaved = 0;
             let mut entries: Vec<(u128, u32)> = memo.counts.iter().map(|(k, v)| (*k, *v)).collect();
             entries.sort_unstable();
-            encode_counts(&entries, self.tokenizer)
+            entries.truncate(MEMO_LIMIT);
+            encode_counts(dir, &entries, self.tokenizer)
         };
-        crate::disk::write_whole(path, &bytes, false)?;
+        dir.write(&saved_counts_name(self.tokenizer), &bytes, false)?;
         Ok(true)
     }
 }
@@ -463,49 +471,66 @@ fn encode_len(tokenizer: Tokenizer, text: &str) -> usize {
         .sum()
 }
 
-/// The file in proem's cache directory that keeps `tokenizer`'s counts.
-pub fn saved_counts_path(dir: &Path, tokenizer: Tokenizer) -> std::path::PathBuf {
-    dir.join(format!("tokens-{}.bin", tokenizer.name()))
+/// The file in proem's cache folder that keeps `tokenizer`'s counts.
+pub fn saved_counts_name(tokenizer: Tokenizer) -> String {
+    format!("tokens-{}.bin", tokenizer.name())
 }
 
-const COUNTS_MAGIC: &[u8; 8] = b"PROEMTK1";
+const COUNTS_MAGIC: &[u8; 8] = b"PROEMTK2";
+/// What the counts file's MAC starts with: the kind of entry.
+const COUNTS_KIND: &[u8] = b"proem token counts";
+/// Magic, tokenizer name, MAC.
+const COUNTS_HEADER: usize = 8 + 16 + 32;
+/// The largest counts file: [`MEMO_LIMIT`] entries of 20 bytes.
+const MAX_COUNTS_FILE_BYTES: usize = COUNTS_HEADER + MEMO_LIMIT * 20;
 
-/// File layout: magic, tokenizer name (16 bytes, zero-padded), xxh3-64 of the
-/// entries, entries (16-byte key, 4-byte count, little-endian).
-fn encode_counts(entries: &[(u128, u32)], tokenizer: Tokenizer) -> Vec<u8> {
+/// File layout: magic, tokenizer name (16 bytes, zero-padded), the
+/// HMAC-SHA256 of the three and the entries under the cache folder's
+/// secret, entries (16-byte key, 4-byte count, little-endian).
+fn encode_counts(dir: &CacheDir, entries: &[(u128, u32)], tokenizer: Tokenizer) -> Vec<u8> {
     let mut body = Vec::with_capacity(entries.len() * 20);
     for (k, v) in entries {
         body.extend_from_slice(&k.to_le_bytes());
         body.extend_from_slice(&v.to_le_bytes());
     }
-    let mut out = Vec::with_capacity(32 + body.len());
+    let name = padded_name(tokenizer);
+    let mut out = Vec::with_capacity(COUNTS_HEADER + body.len());
     out.extend_from_slice(COUNTS_MAGIC);
-    let mut name = [0u8; 16];
-    name[..tokenizer.name().len()].copy_from_slice(tokenizer.name().as_bytes());
     out.extend_from_slice(&name);
-    out.extend_from_slice(&xxhash_rust::xxh3::xxh3_64(&body).to_le_bytes());
+    out.extend_from_slice(&dir.mac(&[COUNTS_KIND, COUNTS_MAGIC, &name, &body]));
     out.extend_from_slice(&body);
     out
 }
 
-fn decode_counts(data: &[u8], tokenizer: Tokenizer) -> Option<Vec<(u128, u32)>> {
-    let header = 8 + 16 + 8;
-    if data.len() < header || &data[..8] != COUNTS_MAGIC {
+fn padded_name(tokenizer: Tokenizer) -> [u8; 16] {
+    let mut name = [0u8; 16];
+    name[..tokenizer.name().len()].copy_from_slice(tokenizer.name().as_bytes());
+    name
+}
+
+/// The entries of a counts file `dir`'s proem wrote for `tokenizer`: the
+/// magic and name match, the size is whole entries within the bound, and
+/// the MAC holds.
+fn decode_counts(dir: &CacheDir, data: &[u8], tokenizer: Tokenizer) -> Option<Vec<(u128, u32)>> {
+    if data.len() < COUNTS_HEADER || data.len() > MAX_COUNTS_FILE_BYTES || &data[..8] != COUNTS_MAGIC {
         return None;
     }
-    let name = &data[8..24];
-    if &name[..tokenizer.name().len()] != tokenizer.name().as_bytes() {
+    let name = padded_name(tokenizer);
+    let body = &data[COUNTS_HEADER..];
+    if data[8..24] != name || !body.len().is_multiple_of(20) {
         return None;
     }
-    let sum = u64::from_le_bytes(data[24..32].try_into().ok()?);
-    let body = &data[header..];
-    if !body.len().is_multiple_of(20) || xxhash_rust::xxh3::xxh3_64(body) != sum {
+    if !dir.verify(&[COUNTS_KIND, COUNTS_MAGIC, &name, body], &data[24..COUNTS_HEADER]) {
         return None;
     }
     Some(
         body.chunks_exact(20)
             .map(|e| {
-                (u128::from_le_bytes(e[..16].try_into().unwrap()), u32::from_le_bytes(e[16..].try_into().unwrap()))
+                let (key, count) = e.split_at(16);
+                (
+                    u128::from_le_bytes(key.try_into().unwrap_or_default()),
+                    u32::from_le_bytes(count.try_into().unwrap_or_default()),
+                )
             })
             .collect(),
     )
@@ -518,8 +543,8 @@ pub fn shared_counter(tokenizer: Tokenizer) -> &'static TokenCounter {
     static CL100K: std::sync::OnceLock<TokenCounter> = std::sync::OnceLock::new();
     let init = || {
         let counter = TokenCounter::new(tokenizer);
-        if let Some(dir) = crate::disk::default_dir() {
-            counter.load(&crate::tokens::saved_counts_path(&dir, tokenizer));
+        if let Some(dir) = crate::cache_dir::default() {
+            counter.load(&dir);
         }
         counter
     };
@@ -529,17 +554,45 @@ pub fn shared_counter(tokenizer: Tokenizer) -> &'static TokenCounter {
     }
 }
 
+/// Whether a build saves the token counts it added as it ends (the
+/// default: the next process does not encode them again). `proem serve`
+/// turns it off and saves on a timer instead ([`save_token_counts`]), so
+/// that what its clients can make it write does not grow with the number
+/// of requests they send.
+static SAVE_COUNTS_AFTER_BUILDS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// Turns saving token counts at the end of each build on or off, for the
+/// whole process.
+pub fn save_token_counts_after_builds(on: bool) {
+    SAVE_COUNTS_AFTER_BUILDS.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Saves the counts the shared counters added since they were last saved
+/// (one file per tokenizer in the cache directory, whole or not at all).
+pub fn save_token_counts() {
+    for tokenizer in [Tokenizer::O200kBase, Tokenizer::Cl100kBase] {
+        save_counts(shared_counter(tokenizer));
+    }
+}
+
+/// What a build does with the counts it added, as it ends: saves them,
+/// unless [`save_token_counts_after_builds`] turned that off.
+pub fn after_build(counter: &TokenCounter) {
+    if SAVE_COUNTS_AFTER_BUILDS.load(std::sync::atomic::Ordering::Relaxed) {
+        save_counts(counter);
+    }
+}
+
 /// Saves the shared counter's new counts into the cache directory, so the
 /// next process does not encode them again.
-pub fn save_counts(counter: &TokenCounter) {
+fn save_counts(counter: &TokenCounter) {
     // Checked first: this runs after every build, and most add no counts.
     if !counter.has_unsaved() {
         return;
     }
-    let Some(dir) = crate::disk::default_dir() else { return };
-    let path = crate::tokens::saved_counts_path(&dir, counter.tokenizer());
-    if let Err(e) = counter.save(&path) {
-        tracing::warn!(path = %path.display(), "cannot save token counts: {e}");
+    let Some(dir) = crate::cache_dir::default() else { return };
+    if let Err(e) = counter.save(&dir) {
+        tracing::warn!(dir = %dir.path().display(), "cannot save token counts: {e}");
     }
 }
 
@@ -664,29 +717,44 @@ mod tests {
 
     #[test]
     fn saved_counts_load_into_a_new_counter_and_bad_files_are_ignored() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("tokens.bin");
+        let folder = tempfile::tempdir().unwrap();
+        let dir = CacheDir::open(folder.path()).unwrap();
+        let path = folder.path().join(saved_counts_name(Tokenizer::O200kBase));
         let text = "## Saved\nsome text\n\n## More\nother text";
         let a = TokenCounter::new(Tokenizer::O200kBase);
         let n = a.count(text);
-        assert!(a.save(&path).unwrap());
-        assert!(!a.save(&path).unwrap(), "nothing new to save");
+        assert!(a.save(&dir).unwrap());
+        assert!(!a.save(&dir).unwrap(), "nothing new to save");
         let b = TokenCounter::new(Tokenizer::O200kBase);
-        b.load(&path);
+        b.load(&dir);
         assert_eq!(b.count(text), n);
         assert_eq!(b.encoded_bytes(), 0, "counted from the loaded memo");
-        // Another tokenizer's file, a flipped byte, a truncated file: ignored.
+        // Another tokenizer's file (renamed to its name), a flipped byte, a
+        // truncated file, another folder's file: ignored.
+        let good = std::fs::read(&path).unwrap();
+        std::fs::write(folder.path().join(saved_counts_name(Tokenizer::Cl100kBase)), &good).unwrap();
         let other = TokenCounter::new(Tokenizer::Cl100kBase);
-        other.load(&path);
+        other.load(&dir);
         other.count(text);
         assert_eq!(other.encoded_bytes(), text.len() as u64);
-        let mut bytes = std::fs::read(&path).unwrap();
-        let last = bytes.len() - 1;
-        bytes[last] ^= 1;
-        for bad in [bytes.clone(), bytes[..bytes.len() - 3].to_vec(), Vec::new()] {
+        let mut flipped = good.clone();
+        let last = flipped.len() - 1;
+        flipped[last] ^= 1;
+        let elsewhere = tempfile::tempdir().unwrap();
+        let foreign = CacheDir::open(elsewhere.path()).unwrap();
+        // Every saved count, off by one, signed with another folder's secret.
+        let wrong: Vec<(u128, u32)> =
+            decode_counts(&dir, &good, Tokenizer::O200kBase).unwrap().into_iter().map(|(k, n)| (k, n + 1)).collect();
+        let forged = encode_counts(&foreign, &wrong, Tokenizer::O200kBase);
+        // The right counts, signed with this folder's secret, padded to one
+        // entry more than a counter ever saves: over the bound, never read.
+        let mut padded = decode_counts(&dir, &good, Tokenizer::O200kBase).unwrap();
+        padded.extend((0..).map(|k: u128| (k, 1)).take(MEMO_LIMIT + 1 - padded.len()));
+        let oversized = encode_counts(&dir, &padded, Tokenizer::O200kBase);
+        for bad in [flipped, good[..good.len() - 3].to_vec(), Vec::new(), forged, oversized] {
             std::fs::write(&path, &bad).unwrap();
             let c = TokenCounter::new(Tokenizer::O200kBase);
-            c.load(&path);
+            c.load(&dir);
             assert_eq!(c.count(text), n);
             assert_eq!(c.encoded_bytes(), text.len() as u64, "a bad file is not trusted");
         }

@@ -4,10 +4,31 @@
 //! The binary goes to `AGENT_DIR/plugins/<id>.wasm` and a `[[plugins]]`
 //! entry pinning its sha256 is appended to `AGENT_DIR/proem.toml` (the
 //! operator's own lines are kept as they are). Nothing existing is
-//! overwritten; if the new config would not load, both writes are undone.
+//! overwritten, and the new config is checked before anything is written.
+//!
+//! These are the only writes proem makes into an agent directory, and one
+//! rule keeps them there whatever the folder holds or someone swaps in
+//! meanwhile: the agent directory is opened once, and every write is one
+//! name at a directory descriptor opened with `O_NOFOLLOW` (`openat`,
+//! `mkdirat`, `renameat`). A symlink at `plugins/`, at the plugin file or
+//! at proem.toml is refused, never followed, and no path is resolved
+//! below the agent directory, so nothing lands outside it. Each file is
+//! written whole to a new temporary file beside it (`O_EXCL`), synced,
+//! and renamed into place (the plugin file without replacing anything):
+//! a reader sees the old file or the new one, never half of one, and a
+//! rename replaces a directory entry without writing through what the
+//! entry was (a symlink, a hard link).
 
+use proem_core::config::CONFIG_FILE;
 use proem_wasm::binary;
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+use rustix::io::Errno;
+use std::io::{Read, Write};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
+
+/// The folder plugin files go to, in the agent directory.
+const PLUGINS_DIR: &str = "plugins";
 
 /// What an install did.
 #[derive(Debug, Clone)]
@@ -25,73 +46,260 @@ pub struct Installed {
 pub struct Plan {
     id: String,
     agent_dir: PathBuf,
-    relative: String,
-    config_file: PathBuf,
-    existing: Option<String>,
+    /// The plugin file's name in `plugins/`.
+    file_name: String,
 }
 
 /// Checks that `id` can be added to the agent at `agent_dir` (created when
-/// missing): a valid id, not configured yet, its file not there yet.
+/// missing): a valid id, not configured yet, its file not there yet, and
+/// nothing on the way a symlink. Reads only; [`Plan::install`] checks
+/// again through the descriptors it writes with.
 pub fn plan(agent_dir: &Path, id: &str) -> Result<Plan, String> {
     proem_core::plugin::hooks::check_id(id)
         .map_err(|_| format!("{id:?} cannot be a plugin id (1-64 of a-z, 0-9, _, -, .): give one with --id"))?;
-    if agent_dir.exists() && !agent_dir.is_dir() {
-        return Err(format!("{}: not a directory (the agent directory to add the plugin to)", agent_dir.display()));
-    }
-    let config_file = agent_dir.join(proem_core::config::CONFIG_FILE);
-    let existing = match std::fs::read_to_string(&config_file) {
-        Ok(text) => Some(text),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(format!("{}: {e}", config_file.display())),
+    let plan = Plan {
+        id: id.to_string(),
+        agent_dir: agent_dir.to_path_buf(),
+        file_name: format!("{}.wasm", id.replace(['-', '.'], "_")),
     };
-    if existing.is_some() {
-        let config = proem_core::config::Config::load(&config_file).map_err(|e| e.to_string())?;
-        if config.plugins.iter().any(|p| p.id == id) {
-            return Err(format!(
-                "{}: a plugin with id {id} is already configured; remove its entry first or add it with --id OTHER",
-                config_file.display()
-            ));
+    match std::fs::metadata(agent_dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(plan),
+        Err(e) => return Err(format!("{}: {e}", agent_dir.display())),
+        Ok(meta) if !meta.is_dir() => {
+            return Err(format!("{}: not a directory (the agent directory to add the plugin to)", agent_dir.display()))
         }
+        Ok(_) => {}
     }
-    let relative = format!("plugins/{}.wasm", id.replace(['-', '.'], "_"));
-    if agent_dir.join(&relative).exists() {
-        return Err(format!(
-            "{}: already exists; proem never overwrites a plugin file",
-            agent_dir.join(&relative).display()
-        ));
-    }
-    Ok(Plan { id: id.to_string(), agent_dir: agent_dir.to_path_buf(), relative, config_file, existing })
+    AgentDir::open(agent_dir)?.check(&plan)?;
+    Ok(plan)
 }
 
 impl Plan {
+    /// The plugin file, relative to the agent directory.
+    fn relative(&self) -> String {
+        format!("{PLUGINS_DIR}/{}", self.file_name)
+    }
+
     /// Writes the binary and the entry, `note` as a comment above it.
     pub fn install(self, bytes: &[u8], note: &str) -> Result<Installed, String> {
         binary::check(bytes)?;
         let sha256 = proem_core::digest::sha256_hex(bytes);
-        let target = self.agent_dir.join(&self.relative);
-        write_new(&target, bytes)?;
-        let mut text = self.existing.clone().unwrap_or_default();
-        if !text.is_empty() && !text.ends_with('\n') {
-            text.push('\n');
-        }
-        let note = proem_core::text::one_line(note, 300);
-        text.push_str(&format!(
-            "\n# {note}\n[[plugins]]\nid = \"{}\"\npath = \"{}\"\nsha256 = \"{sha256}\"\n",
-            self.id, self.relative
-        ));
-        let written = std::fs::write(&self.config_file, &text)
-            .map_err(|e| format!("{}: {e}", self.config_file.display()))
-            .and_then(|_| proem_core::config::Config::load(&self.config_file).map_err(|e| e.to_string()));
-        if let Err(e) = written {
+        std::fs::create_dir_all(&self.agent_dir).map_err(|e| format!("{}: {e}", self.agent_dir.display()))?;
+        let agent = AgentDir::open(&self.agent_dir)?;
+        // Again, through the descriptor every write below goes through.
+        let config = agent.check(&self)?;
+        let text = with_entry(config.as_ref().map(|c| c.text.as_str()), &self.id, &self.relative(), &sha256, note);
+        proem_core::config::Config::parse(&text, &agent.config_path())
+            .map_err(|e| format!("the new entry would not load, so nothing was changed: {e}"))?;
+        let plugins = agent.plugins_dir(true)?.ok_or_else(|| agent.refusal(PLUGINS_DIR, Errno::NOENT))?;
+        write_atomically(plugins.as_fd(), &self.file_name, bytes, Replace::Never)
+            .map_err(|e| format!("{}: {e}", self.agent_dir.join(self.relative()).display()))?;
+        let replace = config.map_or(Replace::Never, |c| Replace::Keeping(c.mode));
+        if let Err(e) = write_atomically(agent.fd.as_fd(), CONFIG_FILE, text.as_bytes(), replace) {
             // Leave the agent as it was.
-            let _ = std::fs::remove_file(&target);
-            let _ = match &self.existing {
-                Some(old) => std::fs::write(&self.config_file, old),
-                None => std::fs::remove_file(&self.config_file),
-            };
-            return Err(format!("the new entry would not load, so nothing was changed: {e}"));
+            let _ = rustix::fs::unlinkat(&plugins, self.file_name.as_str(), AtFlags::empty());
+            return Err(format!("{}: {e}; nothing was changed", agent.config_path().display()));
         }
-        Ok(Installed { id: self.id, path: self.relative, sha256 })
+        Ok(Installed { path: self.relative(), id: self.id, sha256 })
+    }
+}
+
+/// `existing` config text with the new `[[plugins]]` entry appended.
+fn with_entry(existing: Option<&str>, id: &str, relative: &str, sha256: &str, note: &str) -> String {
+    let mut text = existing.unwrap_or_default().to_string();
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    let note = proem_core::text::one_line(note, 300);
+    text.push_str(&format!("\n# {note}\n[[plugins]]\nid = \"{id}\"\npath = \"{relative}\"\nsha256 = \"{sha256}\"\n"));
+    text
+}
+
+/// The agent directory, opened once: every read and write of an install
+/// is one name relative to it (or to `plugins/`, opened from it).
+struct AgentDir {
+    fd: OwnedFd,
+    path: PathBuf,
+}
+
+/// proem.toml as an install found it.
+struct ExistingConfig {
+    text: String,
+    /// Its permission bits, kept by the rewrite.
+    mode: Mode,
+}
+
+impl AgentDir {
+    fn open(path: &Path) -> Result<AgentDir, String> {
+        let fd = rustix::fs::open(path, OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())
+            .map_err(|e| format!("{}: cannot open the agent directory: {}", path.display(), std::io::Error::from(e)))?;
+        Ok(AgentDir { fd, path: path.to_path_buf() })
+    }
+
+    fn config_path(&self) -> PathBuf {
+        self.path.join(CONFIG_FILE)
+    }
+
+    /// Checks the install against the directory as it is now; returns
+    /// proem.toml if there is one.
+    fn check(&self, plan: &Plan) -> Result<Option<ExistingConfig>, String> {
+        let config = self.read_config()?;
+        if let Some(existing) = &config {
+            let parsed =
+                proem_core::config::Config::parse(&existing.text, &self.config_path()).map_err(|e| e.to_string())?;
+            if parsed.plugins.iter().any(|p| p.id == plan.id) {
+                return Err(format!(
+                    "{}: a plugin with id {} is already configured; remove its entry first or add it with --id OTHER",
+                    self.config_path().display(),
+                    plan.id
+                ));
+            }
+        }
+        if let Some(plugins) = self.plugins_dir(false)? {
+            match rustix::fs::statat(&plugins, plan.file_name.as_str(), AtFlags::SYMLINK_NOFOLLOW) {
+                Err(Errno::NOENT) => {}
+                _ => {
+                    return Err(format!(
+                        "{}: already exists; proem never overwrites a plugin file",
+                        self.path.join(plan.relative()).display()
+                    ))
+                }
+            }
+        }
+        Ok(config)
+    }
+
+    /// Reads proem.toml: none, or a regular file of at most
+    /// [`proem_core::config::MAX_CONFIG_BYTES`] (never through a symlink, never
+    /// a FIFO).
+    fn read_config(&self) -> Result<Option<ExistingConfig>, String> {
+        let shown = self.config_path();
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        let fd = match rustix::fs::openat(&self.fd, CONFIG_FILE, flags, Mode::empty()) {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) => return Ok(None),
+            Err(e) => return Err(self.refusal(CONFIG_FILE, e)),
+        };
+        let stat = rustix::fs::fstat(&fd).map_err(|e| format!("{}: {}", shown.display(), std::io::Error::from(e)))?;
+        if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
+            return Err(format!(
+                "{}: not a regular file; proem adds plugins only to a proem.toml file",
+                shown.display()
+            ));
+        }
+        let max = proem_core::config::MAX_CONFIG_BYTES;
+        let mut bytes = Vec::new();
+        std::fs::File::from(fd)
+            .take(max.saturating_add(1))
+            .read_to_end(&mut bytes)
+            .map_err(|e| format!("{}: {e}", shown.display()))?;
+        if bytes.len() as u64 > max {
+            return Err(format!("{}: over the {max} byte limit of a config file", shown.display()));
+        }
+        let text = String::from_utf8(bytes).map_err(|_| format!("{}: not valid UTF-8", shown.display()))?;
+        Ok(Some(ExistingConfig { text, mode: Mode::from_bits_truncate(stat.st_mode & 0o7777) }))
+    }
+
+    /// `plugins/`, opened without following a symlink; made first when
+    /// `create` (none when missing and not `create`).
+    fn plugins_dir(&self, create: bool) -> Result<Option<OwnedFd>, String> {
+        if create {
+            match rustix::fs::mkdirat(&self.fd, PLUGINS_DIR, Mode::from_bits_truncate(0o755)) {
+                Ok(()) | Err(Errno::EXIST) => {}
+                Err(e) => return Err(self.refusal(PLUGINS_DIR, e)),
+            }
+        }
+        let flags = OFlags::DIRECTORY | OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        match rustix::fs::openat(&self.fd, PLUGINS_DIR, flags, Mode::empty()) {
+            Ok(fd) => Ok(Some(fd)),
+            Err(Errno::NOENT) if !create => Ok(None),
+            Err(e) => Err(self.refusal(PLUGINS_DIR, e)),
+        }
+    }
+
+    /// The error for `name` in the agent directory that could not be
+    /// opened with `errno`: a symlink is named as one.
+    fn refusal(&self, name: &str, errno: Errno) -> String {
+        let shown = self.path.join(name);
+        match rustix::fs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(stat) if FileType::from_raw_mode(stat.st_mode) == FileType::Symlink => format!(
+                "{}: a symlink; proem never writes through a symlink: replace it with the {} itself",
+                shown.display(),
+                if name == PLUGINS_DIR { "folder" } else { "file" }
+            ),
+            Ok(stat) if name == PLUGINS_DIR && FileType::from_raw_mode(stat.st_mode) != FileType::Directory => {
+                format!("{}: not a directory; plugin files go into a plugins folder", shown.display())
+            }
+            _ => format!("{}: {}", shown.display(), std::io::Error::from(errno)),
+        }
+    }
+}
+
+/// Whether a write may replace the file it is named for.
+#[derive(Clone, Copy)]
+enum Replace {
+    /// No: the name must be free (a plugin file, a first proem.toml).
+    Never,
+    /// Yes, with the file's permission bits (proem.toml).
+    Keeping(Mode),
+}
+
+/// Writes `bytes` as `name` in `dir`: a new temporary file beside it,
+/// synced, renamed into place, then the folder synced. Never follows a
+/// symlink; with [`Replace::Never`], fails when `name` exists in any form.
+fn write_atomically(dir: BorrowedFd, name: &str, bytes: &[u8], replace: Replace) -> std::io::Result<()> {
+    let (temp, file) = create_temp(dir, name)?;
+    let written = (|| -> std::io::Result<()> {
+        let mut file = std::fs::File::from(file);
+        if let Replace::Keeping(mode) = replace {
+            rustix::fs::fchmod(&file, mode)?;
+        }
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        match replace {
+            Replace::Keeping(_) => rustix::fs::renameat(dir, temp.as_str(), dir, name)?,
+            Replace::Never => rename_without_replacing(dir, &temp, name)?,
+        }
+        Ok(())
+    })();
+    if written.is_err() {
+        let _ = rustix::fs::unlinkat(dir, temp.as_str(), AtFlags::empty());
+    }
+    written?;
+    Ok(rustix::fs::fsync(dir)?)
+}
+
+/// A new temporary file in `dir` for `name` (`.NAME.proem-PID-N.tmp`),
+/// created exclusively.
+fn create_temp(dir: BorrowedFd, name: &str) -> std::io::Result<(String, OwnedFd)> {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    loop {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let temp = format!(".{name}.proem-{}-{n}.tmp", std::process::id());
+        match rustix::fs::openat(dir, temp.as_str(), flags, Mode::from_bits_truncate(0o644)) {
+            Ok(fd) => return Ok((temp, fd)),
+            Err(Errno::EXIST) if n < 1024 => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Renames `temp` to `name` in `dir` only if `name` is free
+/// (`RENAME_NOREPLACE`; where the filesystem has no such rename, a hard
+/// link, which fails the same way, then the temporary name removed).
+fn rename_without_replacing(dir: BorrowedFd, temp: &str, name: &str) -> std::io::Result<()> {
+    match rustix::fs::renameat_with(dir, temp, dir, name, rustix::fs::RenameFlags::NOREPLACE) {
+        Ok(()) => Ok(()),
+        Err(Errno::INVAL | Errno::NOSYS | Errno::NOTSUP) => {
+            rustix::fs::linkat(dir, temp, dir, name, AtFlags::empty())?;
+            Ok(rustix::fs::unlinkat(dir, temp, AtFlags::empty())?)
+        }
+        Err(Errno::EXIST) => {
+            Err(std::io::Error::new(std::io::ErrorKind::AlreadyExists, "already exists; proem never overwrites it"))
+        }
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -110,18 +318,4 @@ pub fn add(file: &Path, agent_dir: &Path, id: Option<&str>) -> Result<Installed,
             .unwrap_or_else(|| "plugin".into()),
     };
     plan(agent_dir, &id)?.install(&bytes, &format!("Added from {}.", file.display()))
-}
-
-/// Writes a file that must not exist yet, making its folder if needed.
-fn write_new(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    use std::io::Write;
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
-    }
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    file.write_all(bytes).map_err(|e| format!("{}: {e}", path.display()))
 }

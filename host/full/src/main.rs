@@ -3,14 +3,10 @@
 //! add, push, pull). `proem` (host/cli) hands it what it cannot answer
 //! itself; both parse the same command line (`proem_cli::Cli`).
 
-mod check;
-mod install;
-mod oci;
-mod scaffold;
-
 use proem::{Assembler, PluginSet, ProemError};
 use proem_cli::{build_command, finish, init_logging, Cli, Command, Logs, Output, PluginAction, TurnArgs};
 use proem_core::config::{PluginConfig, BUILTIN_IDS};
+use proem_full::{check, install, oci, scaffold};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -21,7 +17,7 @@ fn main() -> ExitCode {
 }
 
 /// What `plugin add` and `plugin pull` tell the operator.
-fn installed(agent_dir: &std::path::Path, done: &crate::install::Installed) -> String {
+fn installed(agent_dir: &std::path::Path, done: &install::Installed) -> String {
     format!(
         "wrote {}\nadded [[plugins]] id = \"{}\" to {} with sha256 = \"{}\"\n",
         agent_dir.join(&done.path).display(),
@@ -29,6 +25,16 @@ fn installed(agent_dir: &std::path::Path, done: &crate::install::Installed) -> S
         agent_dir.join("proem.toml").display(),
         done.sha256
     )
+}
+
+/// How long `plugin pull` and `plugin push` wait, as the flags say.
+fn registry_timeouts(flags: &proem_cli::RegistryTimeouts) -> oci::Timeouts {
+    use std::time::Duration;
+    oci::Timeouts {
+        connect: Duration::from_secs(flags.connect_timeout),
+        read: Duration::from_secs(flags.read_timeout),
+        total: Duration::from_secs(flags.timeout),
+    }
 }
 
 /// The table of a plugin set, failing when a configured plugin did not load.
@@ -55,10 +61,14 @@ fn run(cli: Cli) -> Result<Output, ProemError> {
             listen,
             token_file,
             insecure,
+            allow_hosts,
             concurrent,
             queue,
             max_body,
             timeout_ms,
+            max_connections,
+            header_timeout_ms,
+            max_header_bytes,
         } => {
             use proem_serve::{agents::Source, Limits, Options};
             let source = match (agents, agent_dirs.is_empty()) {
@@ -78,7 +88,13 @@ fn run(cli: Cli) -> Result<Output, ProemError> {
                 body_bytes: max_body,
                 timeout: std::time::Duration::from_millis(timeout_ms),
             };
-            let options = Options { source, listen, token_file, insecure, limits };
+            use proem_serve::conn::ConnLimits;
+            let conn = ConnLimits {
+                max_connections: max_connections.unwrap_or_else(|| ConnLimits::default().max_connections),
+                header_timeout: std::time::Duration::from_millis(header_timeout_ms),
+                header_bytes: max_header_bytes,
+            };
+            let options = Options { source, listen, token_file, insecure, allow_hosts, limits, conn };
             proem_serve::run(options, |addr| {
                 use std::io::Write;
                 println!("listening on http://{addr}");
@@ -89,12 +105,12 @@ fn run(cli: Cli) -> Result<Output, ProemError> {
         }
         Command::Inspect { turn } => Ok(proem_cli::inspect::table(&build(&turn)?).into()),
         Command::Plugin { action: PluginAction::New { name, hooks, sdk_path } } => {
-            use crate::scaffold::{new_plugin, ScaffoldHook};
+            use scaffold::{new_plugin, ScaffoldHook};
             let hooks = hooks.iter().map(|h| ScaffoldHook::parse(h)).collect::<Result<Vec<_>, _>>();
             let hooks = hooks.map_err(|e| ProemError::input("--hooks", e))?;
             let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-            let dir =
-                new_plugin(&here, &name, &hooks, sdk_path.as_deref()).map_err(|e| ProemError::input("NAME", e))?;
+            let dir = new_plugin(&here, &name, &hooks, sdk_path.as_deref())
+                .map_err(|e| ProemError::input("plugin new", e))?;
             Ok(format!(
                 "created {}
 next:
@@ -107,22 +123,22 @@ next:
             )
             .into())
         }
-        Command::Plugin { action: PluginAction::Pull { reference, into, id } } => {
-            let pulled =
-                crate::oci::pull(&reference, &into, id.as_deref()).map_err(|e| ProemError::input("plugin pull", e))?;
+        Command::Plugin { action: PluginAction::Pull { reference, into, id, timeouts } } => {
+            let pulled = oci::pull(&reference, &into, id.as_deref(), &registry_timeouts(&timeouts))
+                .map_err(|e| ProemError::input("plugin pull", e))?;
             Ok(format!("pulled {reference}\n{}", installed(&into, &pulled)).into())
         }
         Command::Plugin { action: PluginAction::Add { file, into, id } } => {
-            let added =
-                crate::install::add(&file, &into, id.as_deref()).map_err(|e| ProemError::input("plugin add", e))?;
+            let added = install::add(&file, &into, id.as_deref()).map_err(|e| ProemError::input("plugin add", e))?;
             Ok(installed(&into, &added).into())
         }
-        Command::Plugin { action: PluginAction::Push { file, reference } } => {
-            let pushed = crate::oci::push(&file, &reference).map_err(|e| ProemError::input("plugin push", e))?;
+        Command::Plugin { action: PluginAction::Push { file, reference, timeouts } } => {
+            let pushed = oci::push(&file, &reference, &registry_timeouts(&timeouts))
+                .map_err(|e| ProemError::input("plugin push", e))?;
             Ok(format!("pushed {} to {}\nsha256 {}\n", file.display(), pushed.reference, pushed.sha256).into())
         }
         Command::Plugin { action: PluginAction::Check { file } } => {
-            let report = crate::check::check(&file);
+            let report = check::check(&file);
             Ok(Output {
                 text: report.text,
                 failure: (!report.ok).then(|| format!("{}: the plugin has problems (listed above)", file.display())),
@@ -144,7 +160,7 @@ next:
                 })
                 .collect();
             let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-            Ok(plugins_output(&proem::load_plugins(&configs, &here, proem_core::disk::default_dir().as_deref())?))
+            Ok(plugins_output(&proem::load_plugins(&configs, &here, proem_core::cache_dir::default_path().as_deref())?))
         }
     }
 }

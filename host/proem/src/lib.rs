@@ -120,11 +120,14 @@ impl Assembler {
 }
 
 /// Loads plugin entries on their own, outside an agent's build (what
-/// `proem plugins` lists), their code run in wasmtime.
+/// `proem plugins` lists), their code run in wasmtime, compiled components
+/// cached in `cache_dir` when it passes the checks of
+/// `proem_core::cache_dir` (`None`: compile every time, write nothing).
 pub fn load_plugins(
     configs: &[proem_core::config::PluginConfig],
     agent_dir: &Path,
     cache_dir: Option<&Path>,
 ) -> Result<PluginSet, ProemError> {
+    let cache_dir = cache_dir.and_then(proem_core::cache_dir::checked);
     PluginSet::load_with(configs, agent_dir, cache_dir, &proem_wasm::WASMTIME)
 }

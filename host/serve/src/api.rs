@@ -1,9 +1,18 @@
 //! The HTTP API: routes, the build handler, and RFC 9457 problem responses.
 //!
-//! Bad input is always a 4xx naming what is wrong (never a 500); a panic in
-//! a build is a 500 that is logged, and the server goes on.
+//! Bad input is always a 4xx naming what is wrong (never a 500); a panic,
+//! in a build or in a handler, is a 500 problem that is logged, and the
+//! server goes on. Every request first passes the [`guard`](crate::guard)
+//! (Host, Origin, Content-Type), then, on `/v1` and `/metrics`, the token.
+//!
+//! A build request's body counts against the build slots like the build:
+//! one declared at most [`UNQUEUED_BODY_BYTES`] is read and parsed before
+//! queueing (so a memoised build needs no slot), a larger or chunked one
+//! waits for a slot before a byte of it is read, and is parsed on the
+//! blocking pool under that slot.
 
-use crate::agents::Agents;
+use crate::agents::{without_server_paths, Agents};
+use crate::guard::Guard;
 use crate::metrics::Metrics;
 use crate::{page, Limits};
 use axum::body::{Body, Bytes};
@@ -16,17 +25,26 @@ use axum::Router;
 use proem_core::error::ProemError;
 use proem_core::request::BuildRequest;
 use serde_json::{json, Value};
+use std::future::Future;
+use std::path::Path as FsPath;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::{Instant, SystemTime};
-use tokio::sync::Semaphore;
+use tokio::sync::{Semaphore, SemaphorePermit};
+
+/// A build request body declared (`Content-Length`) at most this large is
+/// read before the request queues for a build slot; a larger or chunked one
+/// is read only once it holds a slot.
+pub const UNQUEUED_BODY_BYTES: usize = 64 * 1024;
 
 /// What every handler shares.
 pub struct AppState {
     /// The agents.
     pub agents: Arc<Agents>,
-    /// The counters.
-    pub metrics: Metrics,
+    /// The counters (shared with the accept loop).
+    pub metrics: Arc<Metrics>,
     /// Limits.
     pub limits: Limits,
     /// Build slots (`limits.concurrent` permits).
@@ -35,6 +53,8 @@ pub struct AppState {
     pub waiting: AtomicUsize,
     /// The bearer token, when one is required.
     pub token: Option<String>,
+    /// Who is answered at all.
+    pub guard: Guard,
     /// Set when shutdown begins: `/readyz` says 503.
     pub stopping: AtomicBool,
 }
@@ -49,15 +69,79 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/v1/openapi.json", get(openapi))
         .route("/metrics", get(metrics))
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), require_token));
-    Router::new()
+    let routes = Router::new()
         .merge(api)
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))
         .route("/", get(|| async { page::file("index.html") }))
         .route("/app.js", get(|| async { page::file("app.js") }))
         .route("/app.css", get(|| async { page::file("app.css") }))
-        .fallback(|| async { Problem::new(StatusCode::NOT_FOUND, "not-found", "no such route".into()) })
+        .fallback(|| async { Problem::new(StatusCode::NOT_FOUND, "not-found", "no such route".into()) });
+    with_layers(routes, state)
+}
+
+/// `routes` behind what every request passes: the panic catcher outermost,
+/// then the guard.
+fn with_layers(routes: Router<Arc<AppState>>, state: Arc<AppState>) -> Router {
+    routes
+        .layer(axum::middleware::from_fn_with_state(state.clone(), admit))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), catch_panic))
         .with_state(state)
+}
+
+/// The guard's rules (see [`crate::guard`]), before anything else;
+/// and on every response, what keeps a page elsewhere from reading it
+/// through a `<script>` or `<img>`.
+async fn admit(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
+    let mut response = match state.guard.check(request.method(), request.uri(), request.headers()) {
+        Ok(()) => next.run(request).await,
+        Err(refused) => problem_response(&state, Problem::new(refused.status, refused.slug, refused.detail)),
+    };
+    let headers = response.headers_mut();
+    headers.insert("cross-origin-resource-policy", HeaderValue::from_static("same-origin"));
+    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    response
+}
+
+/// A panic anywhere in a request's handling is a 500 problem, logged; the
+/// connection and the server go on.
+async fn catch_panic(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
+    match CatchUnwind(Box::pin(next.run(request))).await {
+        Ok(response) => response,
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            tracing::error!("a request handler panicked: {what}");
+            problem_response(&state, internal_error("the request's handling panicked"))
+        }
+    }
+}
+
+/// A future that turns a panic while polling its inner future into an `Err`.
+struct CatchUnwind<F>(Pin<Box<F>>);
+
+impl<F: Future> Future for CatchUnwind<F> {
+    type Output = std::thread::Result<F::Output>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let inner = self.0.as_mut();
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| inner.poll(cx))) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(output)) => Poll::Ready(Ok(output)),
+            Err(panic) => Poll::Ready(Err(panic)),
+        }
+    }
+}
+
+fn internal_error(what: &str) -> Problem {
+    Problem::new(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "internal",
+        format!("{what}; this is a bug in proem, logged on the server"),
+    )
 }
 
 /// An RFC 9457 problem document.
@@ -193,11 +277,11 @@ async fn agent(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> Re
             .map(|p| {
                 let (info, error) = match &p.state {
                     Ok(ready) => (Some(&ready.info), None),
-                    Err(why) => (None, Some(why.clone())),
+                    Err(why) => (None, Some(without_server_paths(why, &agent.dir))),
                 };
                 json!({
                     "id": p.id,
-                    "origin": p.origin,
+                    "origin": without_server_paths(&p.origin, &agent.dir),
                     "status": p.status(),
                     "error": error,
                     "version": info.map(|i| i.version.clone()),
@@ -283,99 +367,28 @@ async fn run_build(
     headers: &HeaderMap,
     body: Body,
 ) -> Result<(Arc<proem::Built>, String, proem_core::render::Format), Problem> {
-    // The body is JSON whatever Content-Type says (curl's -d sends a form
-    // type): what does not parse is a 400 naming the problem.
-    let _ = headers;
-    // The deadline covers reading the body too: a client that sends it
-    // slowly holds a connection, never a build slot, and not for long.
+    // The deadline covers reading the body and queueing too.
     let started = Instant::now();
     let deadline = started + state.limits.timeout;
-    let read = tokio::time::timeout_at(deadline.into(), axum::body::to_bytes(body, state.limits.body_bytes)).await;
-    let bytes: Bytes = match read {
-        Err(_) => {
-            return Err(Problem::new(
-                StatusCode::REQUEST_TIMEOUT,
-                "body-timeout",
-                format!(
-                    "the request body did not arrive within {} ms (--timeout-ms)",
-                    state.limits.timeout.as_millis()
-                ),
-            ))
+    let (dir, assembler) = serving(state, id)?;
+    let declared = declared_length(headers);
+    if declared.is_some_and(|n| n > state.limits.body_bytes as u64) {
+        return Err(too_large(state));
+    }
+    let small = !headers.contains_key(header::TRANSFER_ENCODING)
+        && declared.unwrap_or(0) <= UNQUEUED_BODY_BYTES.min(state.limits.body_bytes) as u64;
+    let (request, permit) = if small {
+        let bytes = read_body(state, body, deadline).await?;
+        let request = parse_request(&bytes)?;
+        if let Some(hit) = memoised(state, id, &assembler, &request, &dir)? {
+            return Ok(hit);
         }
-        Ok(Err(_)) => {
-            return Err(Problem::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "too-large",
-                format!("the request body is over the {} byte limit (--max-body)", state.limits.body_bytes),
-            )
-            .with("limit", state.limits.body_bytes))
-        }
-        Ok(Ok(bytes)) => bytes,
-    };
-    let request: BuildRequest = if bytes.iter().all(u8::is_ascii_whitespace) {
-        BuildRequest::default()
+        (request, take_slot(state, deadline).await?)
     } else {
-        let de = &mut serde_json::Deserializer::from_slice(&bytes);
-        serde_path_to_error::deserialize(de).map_err(|e| {
-            let field = e.path().to_string();
-            let field = if field == "." { String::new() } else { field };
-            let detail = if field.is_empty() {
-                format!("the body is not a build request: {}", e.inner())
-            } else {
-                format!("field `{field}`: {}", e.inner())
-            };
-            Problem::new(StatusCode::BAD_REQUEST, "bad-request", detail).with("field", field)
-        })?
+        let permit = take_slot(state, deadline).await?;
+        let bytes = read_body(state, body, deadline).await?;
+        (off_thread(move || parse_request(&bytes)).await??, permit)
     };
-    let agent = state.agents.get(id).ok_or_else(|| unknown_agent(state, id))?;
-    let assembler = {
-        let agent = agent.lock();
-        match &agent.assembler {
-            Some(a) => a.clone(),
-            None => {
-                return Err(Problem::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "agent-not-loaded",
-                    format!("agent {id} has not loaded: {}", agent.last_error.as_deref().unwrap_or("not loaded yet")),
-                ))
-            }
-        }
-    };
-
-    // A build the memo holds is answered here, on the async thread: no
-    // slot, no hand-off to the blocking pool (a tools file would mean a
-    // read, so that goes the long way).
-    if !matches!(request.tools, Some(proem_core::request::ToolsInput::File(_))) {
-        let started = Instant::now();
-        let no_files = |_: &str| Err(ProemError::input("tools", "read on the blocking pool"));
-        if let Ok(turn) = request.turn(&no_files) {
-            if let Some(built) = assembler.memoised(&turn) {
-                let text = proem_core::request::respond(&built, &request).map_err(problem_of)?;
-                state.metrics.build(id, "ok", started.elapsed(), Some(&built), true);
-                return Ok((Arc::new(built), text, request.format()));
-            }
-        }
-    }
-
-    // A slot, or 503 when too many are waiting already.
-    let waiting = state.waiting.fetch_add(1, Ordering::SeqCst);
-    let _left = Decrement(&state.waiting);
-    if waiting >= state.limits.queue {
-        return Err(Problem::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "overloaded",
-            format!(
-                "{} builds are running and {} waiting, the most this service queues (--queue); try again shortly",
-                state.limits.concurrent, state.limits.queue
-            ),
-        )
-        .retry_after(1));
-    }
-    let permit = tokio::time::timeout_at(deadline.into(), state.slots.acquire())
-        .await
-        .map_err(|_| timed_out(state))?
-        .map_err(|_| Problem::new(StatusCode::SERVICE_UNAVAILABLE, "stopping", "shutting down".into()))?;
-    drop(_left);
 
     let memo_before = assembler.memo_hits();
     let work = {
@@ -407,7 +420,7 @@ async fn run_build(
             Ok((Arc::new(built), text, request.format()))
         }
         Err(e) => {
-            let problem = problem_of(e);
+            let problem = problem_of(e, &dir);
             let outcome = match problem.status() {
                 StatusCode::UNPROCESSABLE_ENTITY => "budget",
                 s if s.is_client_error() => "bad_request",
@@ -419,17 +432,121 @@ async fn run_build(
     }
 }
 
+/// The agent's folder and the assembler serving it, or why there is none.
+fn serving(state: &AppState, id: &str) -> Result<(std::path::PathBuf, Arc<proem::Assembler>), Problem> {
+    let agent = state.agents.get(id).ok_or_else(|| unknown_agent(state, id))?;
+    let agent = agent.lock();
+    match &agent.assembler {
+        Some(a) => Ok((agent.dir.clone(), a.clone())),
+        None => Err(Problem::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "agent-not-loaded",
+            format!("agent {id} has not loaded: {}", agent.last_error.as_deref().unwrap_or("not loaded yet")),
+        )),
+    }
+}
+
+/// The body's declared length (`Content-Length`), when it declares one.
+fn declared_length(headers: &HeaderMap) -> Option<u64> {
+    headers.get(header::CONTENT_LENGTH)?.to_str().ok()?.trim().parse().ok()
+}
+
+/// The whole body, within `--max-body` and the request's deadline.
+async fn read_body(state: &AppState, body: Body, deadline: Instant) -> Result<Bytes, Problem> {
+    let read = tokio::time::timeout_at(deadline.into(), axum::body::to_bytes(body, state.limits.body_bytes)).await;
+    match read {
+        Err(_) => Err(Problem::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "body-timeout",
+            format!("the request body did not arrive within {} ms (--timeout-ms)", state.limits.timeout.as_millis()),
+        )),
+        Ok(Err(_)) => Err(too_large(state)),
+        Ok(Ok(bytes)) => Ok(bytes),
+    }
+}
+
+fn too_large(state: &AppState) -> Problem {
+    Problem::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "too-large",
+        format!("the request body is over the {} byte limit (--max-body)", state.limits.body_bytes),
+    )
+    .with("limit", state.limits.body_bytes)
+}
+
+/// The build request in `bytes` (nothing or whitespace: every field unset),
+/// or a 400 naming the field at fault.
+fn parse_request(bytes: &[u8]) -> Result<BuildRequest, Problem> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(BuildRequest::default());
+    }
+    let de = &mut serde_json::Deserializer::from_slice(bytes);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let field = e.path().to_string();
+        let field = if field == "." { String::new() } else { field };
+        let detail = if field.is_empty() {
+            format!("the body is not a build request: {}", e.inner())
+        } else {
+            format!("field `{field}`: {}", e.inner())
+        };
+        Problem::new(StatusCode::BAD_REQUEST, "bad-request", detail).with("field", field)
+    })
+}
+
+/// A build the memo holds, answered here on the async thread: no slot, no
+/// hand-off to the blocking pool (a tools file would mean a read, so that
+/// goes the long way). Only for bodies small enough to parse here.
+fn memoised(
+    state: &AppState,
+    id: &str,
+    assembler: &proem::Assembler,
+    request: &BuildRequest,
+    dir: &FsPath,
+) -> Result<Option<(Arc<proem::Built>, String, proem_core::render::Format)>, Problem> {
+    if matches!(request.tools, Some(proem_core::request::ToolsInput::File(_))) {
+        return Ok(None);
+    }
+    let started = Instant::now();
+    let no_files = |_: &str| Err(ProemError::input("tools", "read on the blocking pool"));
+    let Ok(turn) = request.turn(&no_files) else { return Ok(None) };
+    let Some(built) = assembler.memoised(&turn) else { return Ok(None) };
+    let text = proem_core::request::respond(&built, request).map_err(|e| problem_of(e, dir))?;
+    state.metrics.build(id, "ok", started.elapsed(), Some(&built), true);
+    Ok(Some((Arc::new(built), text, request.format())))
+}
+
+/// A build slot: a free one at once, else a wait in the queue, or 503 when
+/// too many are waiting already or the deadline passes first.
+async fn take_slot(state: &AppState, deadline: Instant) -> Result<SemaphorePermit<'_>, Problem> {
+    if let Ok(free) = state.slots.try_acquire() {
+        return Ok(free);
+    }
+    let waiting = state.waiting.fetch_add(1, Ordering::SeqCst);
+    let _left = Decrement(&state.waiting);
+    if waiting >= state.limits.queue {
+        return Err(Problem::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "overloaded",
+            format!(
+                "{} builds are running and {} waiting, the most this service queues (--queue); try again shortly",
+                state.limits.concurrent, state.limits.queue
+            ),
+        )
+        .retry_after(1));
+    }
+    tokio::time::timeout_at(deadline.into(), state.slots.acquire())
+        .await
+        .map_err(|_| timed_out(state))?
+        .map_err(|_| Problem::new(StatusCode::SERVICE_UNAVAILABLE, "stopping", "shutting down".into()))
+}
+
 /// Runs `work` on tokio's blocking pool. A panic in it is logged and
 /// becomes a 500 problem: the request fails, the server goes on.
 async fn off_thread<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Result<T, Problem> {
     tokio::task::spawn_blocking(work).await.map_err(|join_error| {
         let what = if join_error.is_panic() { "panicked" } else { "was cancelled" };
         tracing::error!("a build {what}: {join_error}");
-        Problem::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
-            format!("the build {what}; this is a bug in proem, logged on the server"),
-        )
+        internal_error(&format!("the build {what}"))
     })
 }
 
@@ -444,9 +561,10 @@ fn timed_out(state: &AppState) -> Problem {
 
 /// A build error as a problem: what the caller sent is a 400 naming the
 /// field, a budget too small a 422 with the overshoot, the agent's own
-/// trouble (its config, a required plugin) a 5xx.
-fn problem_of(e: ProemError) -> Problem {
-    let detail = e.to_string();
+/// trouble (its config, a required plugin) a 5xx. Files are named relative
+/// to the agent's folder `dir`, never by a server path.
+fn problem_of(e: ProemError, dir: &FsPath) -> Problem {
+    let detail = without_server_paths(&e.to_string(), dir);
     match e {
         ProemError::BudgetTooSmall { budget, needed, over } => {
             Problem::new(StatusCode::UNPROCESSABLE_ENTITY, "budget-too-small", detail)
@@ -495,6 +613,60 @@ mod tests {
         });
     }
 
+    /// A service state with no agent, for routes under test.
+    fn bare_state() -> Arc<AppState> {
+        let listen = "127.0.0.1:0".parse().unwrap();
+        Arc::new(AppState {
+            agents: Arc::new(Agents::open(crate::agents::Source::Dirs(Vec::new())).unwrap()),
+            metrics: Arc::new(Metrics::default()),
+            limits: Limits::default(),
+            slots: Semaphore::new(1),
+            waiting: AtomicUsize::new(0),
+            token: None,
+            guard: Guard::new(listen, &[]).unwrap(),
+            stopping: AtomicBool::new(false),
+        })
+    }
+
+    #[test]
+    fn a_panic_in_a_handler_on_the_async_path_is_a_500_problem_and_the_connection_goes_on() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+        rt.block_on(async {
+            let state = bare_state();
+            let routes = Router::new()
+                .route("/boom", get(|| async { panic!("a bug in a handler") as &'static str }))
+                .route("/fine", get(|| async { "fine" }));
+            let router = with_layers(routes, state.clone());
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            let limits = crate::conn::ConnLimits::default();
+            let stop = std::future::pending::<()>();
+            let server = tokio::spawn(crate::conn::serve(
+                listener,
+                router,
+                limits,
+                state.metrics.clone(),
+                stop,
+                std::time::Duration::ZERO,
+            ));
+            let hook = std::panic::take_hook();
+            std::panic::set_hook(Box::new(|_| {}));
+            let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+            let ask = "GET /boom HTTP/1.1\r\nHost: localhost\r\n\r\nGET /fine HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+            stream.write_all(ask.as_bytes()).await.unwrap();
+            let mut answer = String::new();
+            stream.read_to_string(&mut answer).await.unwrap();
+            std::panic::set_hook(hook);
+            server.abort();
+            let (first, second) = answer.split_once("HTTP/1.1 200").expect("the same connection answers the next request");
+            assert!(first.starts_with("HTTP/1.1 500"), "{answer}");
+            assert!(first.contains("application/problem+json") && first.contains("urn:proem:problem:internal"), "{first}");
+            assert!(second.ends_with("fine"), "{second}");
+            assert!(state.metrics.render().contains("proem_http_problems_total{status=\"500\"} 1"));
+        });
+    }
+
     #[test]
     fn build_errors_map_to_the_status_that_names_whose_fault_it_is() {
         let cases = [
@@ -505,7 +677,7 @@ mod tests {
             (ProemError::Plugin { id: "p".into(), message: "required and failed".into() }, 502, None),
         ];
         for (error, status, field) in cases {
-            let p = problem_of(error);
+            let p = problem_of(error, FsPath::new("/srv/agents/a"));
             assert_eq!(p.status().as_u16(), status);
             assert_eq!(p.extra.get("field").and_then(Value::as_str), field);
         }

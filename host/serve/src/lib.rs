@@ -1,7 +1,9 @@
 //! `proem serve`: the prompt service for agent runtimes in any language.
 //!
 //! ```text
-//! main.rs ─ serve::run(Options) ─ agents.rs   one warm Assembler per agent, reloaded in the background
+//! main.rs ─ serve::run(Options) ─ conn.rs     accepting, capping and timing connections (hyper)
+//!                              ─ guard.rs    Host, Origin and Content-Type: who is answered
+//!                              ─ agents.rs   one warm Assembler per agent, reloaded in the background
 //!                              ─ api.rs      routes, build handler, limits, RFC 9457 problems
 //!                              ─ metrics.rs  Prometheus text
 //!                              ─ page.rs     the inspector page (page/) and openapi.json, embedded
@@ -10,9 +12,17 @@
 //! Builds run on tokio's blocking pool, at most `concurrent` at once, with
 //! at most `queue` requests waiting; each request has a deadline. SIGTERM or
 //! SIGINT stops accepting, lets in-flight builds finish, then exits.
+//!
+//! What a client can make the service write to disk does not grow with its
+//! requests: plugin answers are read from the cache folder but never
+//! written by the service (each plugin set keeps its own, bounded, in
+//! memory), and token counts are saved at most once a [`SAVE_INTERVAL`]
+//! (one file per tokenizer, at most 1.25 MiB each), and at shutdown.
 
 pub mod agents;
 pub mod api;
+pub mod conn;
+pub mod guard;
 pub mod metrics;
 pub mod page;
 
@@ -24,6 +34,9 @@ use std::time::Duration;
 
 /// The default address: loopback only.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7878";
+
+/// How often new token counts are saved to the cache folder.
+pub const SAVE_INTERVAL: Duration = Duration::from_secs(60);
 
 /// Limits every request runs under (each a `proem serve` flag).
 #[derive(Debug, Clone, Copy)]
@@ -56,8 +69,13 @@ pub struct Options {
     pub token_file: Option<PathBuf>,
     /// Allow a non-loopback address without a token.
     pub insecure: bool,
+    /// Host names answered besides loopback ones and the listen address
+    /// (`--allow-host`).
+    pub allow_hosts: Vec<String>,
     /// The limits.
     pub limits: Limits,
+    /// The connection limits.
+    pub conn: conn::ConnLimits,
 }
 
 /// Runs the service until SIGTERM or SIGINT. `ready` is called with the
@@ -85,40 +103,57 @@ pub fn run(options: Options, ready: impl FnOnce(SocketAddr)) -> Result<(), Strin
             options.listen
         ));
     }
+    let guard = guard::Guard::new(options.listen, &options.allow_hosts)?;
+    proem_core::tokens::save_token_counts_after_builds(false);
+    proem_core::plugin::answers::write_new_answers(false);
     let agents = Arc::new(agents::Agents::open(options.source.clone())?);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("proem-serve")
         .build()
         .map_err(|e| format!("cannot start the service's threads: {e}"))?;
-    runtime.block_on(async move {
+    let served = runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(options.listen)
             .await
             .map_err(|e| format!("cannot listen on {}: {e}", options.listen))?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
         let state = Arc::new(api::AppState {
             agents: agents.clone(),
-            metrics: metrics::Metrics::default(),
+            metrics: Arc::new(metrics::Metrics::default()),
             limits: options.limits,
             slots: tokio::sync::Semaphore::new(options.limits.concurrent.max(1)),
             waiting: AtomicUsize::new(0),
             token,
+            guard,
             stopping: AtomicBool::new(false),
         });
         let reloader = tokio::spawn(reload_loop(state.clone()));
+        let saver = tokio::spawn(save_loop());
         ready(addr);
         let stopping = state.clone();
-        axum::serve(listener, api::router(state))
-            .with_graceful_shutdown(async move {
-                shutdown_signal().await;
-                stopping.stopping.store(true, Ordering::SeqCst);
-                tracing::info!("shutting down: finishing the builds in flight");
-            })
-            .await
-            .map_err(|e| format!("the server stopped: {e}"))?;
+        let stop = async move {
+            shutdown_signal().await;
+            stopping.stopping.store(true, Ordering::SeqCst);
+            tracing::info!("shutting down: finishing the builds in flight");
+        };
+        // In flight at the signal: a build within its deadline, a response
+        // within the write stall limit.
+        let drain = options.limits.timeout.saturating_add(options.conn.header_timeout);
+        conn::serve(listener, api::router(state.clone()), options.conn, state.metrics.clone(), stop, drain).await;
         reloader.abort();
+        saver.abort();
         Ok(())
-    })
+    });
+    let _ = runtime.block_on(runtime.spawn_blocking(proem_core::tokens::save_token_counts));
+    served
+}
+
+/// Saves new token counts every [`SAVE_INTERVAL`], off the request path.
+async fn save_loop() {
+    loop {
+        tokio::time::sleep(SAVE_INTERVAL).await;
+        let _ = tokio::task::spawn_blocking(proem_core::tokens::save_token_counts).await;
+    }
 }
 
 /// Looks for changed agents every [`agents::POLL_INTERVAL`], off the

@@ -8,6 +8,7 @@ use proem_core::report::Built;
 use proem_core::sync::Lock;
 use std::collections::BTreeMap;
 use std::fmt::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// Upper bounds of the build-duration histogram, in seconds.
@@ -37,9 +38,21 @@ struct Inner {
     problems: BTreeMap<u16, u64>,
 }
 
+/// The connection counters, kept apart from the lock: the accept loop
+/// updates them on every connection.
+#[derive(Default)]
+struct Connections {
+    open: AtomicU64,
+    /// The most open since [`Metrics::reset_peak`].
+    peak: AtomicU64,
+    accepted: AtomicU64,
+    refused: AtomicU64,
+    accept_errors: AtomicU64,
+}
+
 /// The service's counters.
 #[derive(Default)]
-pub struct Metrics(Lock<Inner>);
+pub struct Metrics(Lock<Inner>, Connections);
 
 impl Metrics {
     /// Records a build: its outcome, its time, its plugins, and whether its
@@ -85,6 +98,43 @@ impl Metrics {
     pub fn reload(&self, agent: &str, ok: bool) {
         let outcome = if ok { "ok" } else { "error" };
         *self.0.lock().reloads.entry((agent.to_string(), outcome.to_string())).or_default() += 1;
+    }
+
+    /// Records a connection accepted and served.
+    pub fn connection_opened(&self) {
+        let open = self.1.open.fetch_add(1, Ordering::Relaxed) + 1;
+        self.1.peak.fetch_max(open, Ordering::Relaxed);
+        self.1.accepted.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The most connections open at once since [`Metrics::reset_peak`].
+    pub fn connection_peak(&self) -> u64 {
+        self.1.peak.load(Ordering::Relaxed)
+    }
+
+    /// Counts the peak from the connections open now.
+    pub fn reset_peak(&self) {
+        self.1.peak.store(self.connections_open(), Ordering::Relaxed);
+    }
+
+    /// Records a served connection closed.
+    pub fn connection_closed(&self) {
+        self.1.open.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Connections open now.
+    pub fn connections_open(&self) -> u64 {
+        self.1.open.load(Ordering::Relaxed)
+    }
+
+    /// Records a connection refused because the most were open.
+    pub fn connection_refused(&self) {
+        self.1.refused.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Records an accept that failed (out of file descriptors or memory).
+    pub fn accept_error(&self) {
+        self.1.accept_errors.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Records an error response.
@@ -153,6 +203,27 @@ impl Metrics {
         header(&mut out, "proem_http_problems_total", "counter", "Error responses by status code.");
         for (status, n) in &m.problems {
             let _ = writeln!(out, "proem_http_problems_total{{status=\"{status}\"}} {n}");
+        }
+        let c = &self.1;
+        let connection_series = [
+            ("proem_connections_open", "gauge", "Connections open now.", &c.open),
+            ("proem_connections_accepted_total", "counter", "Connections accepted and served.", &c.accepted),
+            (
+                "proem_connections_refused_total",
+                "counter",
+                "Connections closed at once because --max-connections were open.",
+                &c.refused,
+            ),
+            (
+                "proem_accept_errors_total",
+                "counter",
+                "Accepts that failed (out of file descriptors or memory), each retried after a pause.",
+                &c.accept_errors,
+            ),
+        ];
+        for (name, kind, help, value) in connection_series {
+            header(&mut out, name, kind, help);
+            let _ = writeln!(out, "{name} {}", value.load(Ordering::Relaxed));
         }
         out
     }

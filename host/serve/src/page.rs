@@ -16,7 +16,7 @@ const FILES: [(&str, &str, &str); 3] = [
 ];
 
 /// One of the page's files, with its content type and a policy that lets
-/// it load nothing but itself.
+/// it load nothing but itself, and be framed by no page (clickjacking).
 pub fn file(name: &str) -> Response {
     let (_, content_type, body) = FILES.iter().find(|(n, ..)| *n == name).copied().unwrap_or(FILES[0]);
     (
@@ -24,8 +24,10 @@ pub fn file(name: &str) -> Response {
             (header::CONTENT_TYPE, content_type),
             (
                 header::CONTENT_SECURITY_POLICY,
-                "default-src 'self'; style-src 'self'; script-src 'self'; img-src 'self' data:; connect-src 'self'",
+                "default-src 'self'; style-src 'self'; script-src 'self'; img-src 'self' data:; connect-src 'self'; \
+                 frame-ancestors 'none'",
             ),
+            (header::X_FRAME_OPTIONS, "DENY"),
             (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
             (header::CACHE_CONTROL, "no-cache"),
         ],

@@ -1,18 +1,24 @@
 //! The on-disk cache of compiled components.
 //!
 //! Compiling a plugin takes tens of milliseconds; loading a compiled one
-//! takes well under one. Entries are keyed by the SHA-256 of the wasm and the
-//! engine's compatibility hash (wasmtime version, target, settings), so a
-//! different engine never sees another's entry. Each file carries a checksum
-//! of its payload, checked before wasmtime is handed the bytes: a corrupt or
-//! truncated entry is recompiled, never trusted. Writes go to a temporary
-//! file in the same directory and are renamed into place, so a reader never
-//! sees half an entry and two processes writing at once both leave a whole one.
+//! takes well under one. But loading one runs native code proem did not
+//! compile in this process, so an entry is used only when it is provably
+//! what this proem compiled from these very wasm bytes: it lives in a cache
+//! folder that passed [`proem_core::cache_dir`]'s checks (the user's own, written
+//! by nobody else, opened once and held), its name holds the SHA-256 of the
+//! wasm just read and the engine's compatibility hash (wasmtime version,
+//! target, settings), and its header holds both again under an HMAC-SHA256
+//! of the header and the machine code, keyed by the folder's secret. The
+//! digest, the engine hash and the MAC are checked before wasmtime is
+//! handed a byte: a corrupt, truncated, forged or swapped entry (another
+//! binary's, another user's) is recompiled, never deserialised. Writes go
+//! to a temporary file in the same folder and are renamed into place, so a
+//! reader never sees half an entry and two processes writing at once both
+//! leave a whole one.
 //!
-//! Location: `$PROEM_CACHE_DIR` (empty disables the cache), else
-//! `$XDG_CACHE_HOME/proem/components`, else `~/.cache/proem/components`.
+//! Location: see [`proem_core::cache_dir`] (`PROEM_CACHE_DIR=""` disables it).
 
-use proem_core::disk::write_whole;
+use proem_core::cache_dir::CacheDir;
 use proem_core::plugin::runtime::Origin;
 use sha2::{Digest, Sha256};
 use std::hash::{Hash, Hasher};
@@ -20,72 +26,120 @@ use std::path::{Path, PathBuf};
 use wasmtime::component::Component;
 use wasmtime::Engine;
 
-const MAGIC: &[u8; 8] = b"PROEMCW1";
-const HEADER: usize = 8 + 32;
+const MAGIC: &[u8; 8] = b"PROEMCW2";
+/// What each entry's MAC starts with: the kind of entry.
+const KIND: &[u8] = b"proem compiled component";
+/// Magic, wasm digest, engine hash, MAC.
+const HEADER: usize = 8 + 32 + 8 + 32;
 /// The largest cache entry read back (a compiled 64 MiB plugin stays under it).
 const MAX_ENTRY_BYTES: u64 = 1024 * 1024 * 1024;
 
+/// What binds an entry to its use: the SHA-256 of the wasm and the
+/// engine's compatibility hash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EntryKey {
+    /// SHA-256 of the wasm bytes.
+    pub wasm: [u8; 32],
+    /// The engine's compatibility hash.
+    pub engine: u64,
+}
+
+impl EntryKey {
+    /// The key of `wasm` compiled by `engine`.
+    pub fn new(engine: &Engine, wasm: &[u8]) -> EntryKey {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        engine.precompile_compatibility_hash().hash(&mut h);
+        EntryKey { wasm: Sha256::digest(wasm).into(), engine: h.finish() }
+    }
+
+    /// The entry's file name in the cache folder.
+    pub fn file_name(&self) -> String {
+        format!("{}-{:016x}.cwasm", proem_core::digest::hex(&self.wasm), self.engine)
+    }
+}
+
 /// The cache file for `wasm` under `dir`.
 pub fn entry_path(dir: &Path, engine: &Engine, wasm: &[u8]) -> PathBuf {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    engine.precompile_compatibility_hash().hash(&mut h);
-    dir.join(format!("{}-{:016x}.cwasm", proem_core::digest::sha256_hex(wasm), h.finish()))
+    dir.join(EntryKey::new(engine, wasm).file_name())
 }
 
 /// Loads `wasm` from the cache or compiles it (and caches the result).
-pub fn load_or_compile(engine: &Engine, wasm: &[u8], dir: Option<&Path>) -> Result<(Component, Origin), String> {
-    let path = dir.map(|d| entry_path(d, engine, wasm));
-    if let Some(path) = &path {
-        if let Some(component) = read_entry(engine, path) {
+pub fn load_or_compile(engine: &Engine, wasm: &[u8], dir: Option<&CacheDir>) -> Result<(Component, Origin), String> {
+    let key = dir.map(|_| EntryKey::new(engine, wasm));
+    if let (Some(dir), Some(key)) = (dir, &key) {
+        if let Some(component) = read_entry(engine, dir, key) {
             return Ok((component, Origin::Cached));
         }
     }
     let component = Component::new(engine, wasm).map_err(|e| format!("cannot compile: {}", error_chain(&e)))?;
-    if let Some(path) = &path {
-        if let Err(e) = write_entry(&component, path) {
-            tracing::warn!(path = %path.display(), "cannot write the component cache: {e}");
+    tracing::debug!(wasm_bytes = wasm.len(), "compiled a component");
+    if let (Some(dir), Some(key)) = (dir, &key) {
+        if let Err(e) = write_entry(&component, dir, key) {
+            tracing::warn!(dir = %dir.path().display(), "cannot write the component cache: {e}");
         }
     }
     Ok((component, Origin::Compiled))
 }
 
-fn read_entry(engine: &Engine, path: &Path) -> Option<Component> {
-    let data = proem_core::disk::read_regular_file(path, MAX_ENTRY_BYTES).ok()?;
-    if data.len() < HEADER || &data[..8] != MAGIC {
-        tracing::warn!(path = %path.display(), "component cache entry is not ours or truncated; recompiling");
+fn read_entry(engine: &Engine, dir: &CacheDir, key: &EntryKey) -> Option<Component> {
+    let name = key.file_name();
+    let data = dir.read(&name, MAX_ENTRY_BYTES).ok()?;
+    let shown = || dir.path().join(&name).display().to_string();
+    if !data.starts_with(MAGIC) {
+        tracing::debug!(path = %shown(), "component cache entry of another proem version; recompiling");
         return None;
     }
-    let (sum, payload) = data[8..].split_at(32);
-    if Sha256::digest(payload).as_slice() != sum {
-        tracing::warn!(path = %path.display(), "component cache entry is corrupt; recompiling");
+    let Some(payload) = decode_entry(dir, key, &data) else {
+        tracing::warn!(path = %shown(), "component cache entry damaged or not made for this binary; recompiling");
         return None;
-    }
+    };
     // SAFETY: the payload is byte-for-byte what `Component::serialize` wrote
-    // into a directory proem owns (checked by the SHA-256 above), and the
-    // file name binds it to this engine's compatibility hash; wasmtime
-    // re-checks the engine configuration when deserialising.
+    // for this wasm digest and engine hash: both are in the entry, checked
+    // against the bytes just read and this engine, under a MAC keyed by the
+    // secret of a folder only this user can write (see `decode_entry`);
+    // wasmtime re-checks the engine configuration when deserialising.
     match unsafe { Component::deserialize(engine, payload) } {
         Ok(component) => Some(component),
         Err(e) => {
-            tracing::warn!(path = %path.display(), "component cache entry rejected ({e}); recompiling");
+            tracing::warn!(path = %shown(), "component cache entry rejected ({e}); recompiling");
             None
         }
     }
 }
 
-/// A cache file's bytes for a serialised component: magic, SHA-256 of the
-/// payload, payload. Public so tests can forge entries that pass the checksum.
-pub fn encode_entry(payload: &[u8]) -> Vec<u8> {
+/// A cache file's bytes for a serialised component: magic, the wasm's
+/// SHA-256, the engine hash, the HMAC of all three and the payload under
+/// `dir`'s secret, payload. Public so tests can make entries as a process
+/// of this user would.
+pub fn encode_entry(dir: &CacheDir, key: &EntryKey, payload: &[u8]) -> Vec<u8> {
+    let engine = key.engine.to_le_bytes();
+    let mac = dir.mac(&[KIND, MAGIC, &key.wasm, &engine, payload]);
     let mut out = Vec::with_capacity(HEADER + payload.len());
     out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&Sha256::digest(payload));
+    out.extend_from_slice(&key.wasm);
+    out.extend_from_slice(&engine);
+    out.extend_from_slice(&mac);
     out.extend_from_slice(payload);
     out
 }
 
-fn write_entry(component: &Component, path: &Path) -> std::io::Result<()> {
+/// The payload of an entry made for `key` under `dir`'s secret: the
+/// magic, the wasm digest and the engine hash it carries equal `key`'s,
+/// and its MAC holds.
+fn decode_entry<'d>(dir: &CacheDir, key: &EntryKey, data: &'d [u8]) -> Option<&'d [u8]> {
+    if data.len() < HEADER || &data[..8] != MAGIC {
+        return None;
+    }
+    let (wasm, rest) = data[8..].split_at(32);
+    let (engine, rest) = rest.split_at(8);
+    let (mac, payload) = rest.split_at(32);
+    let binds = wasm == key.wasm && engine == key.engine.to_le_bytes();
+    (binds && dir.verify(&[KIND, MAGIC, wasm, engine, payload], mac)).then_some(payload)
+}
+
+fn write_entry(component: &Component, dir: &CacheDir, key: &EntryKey) -> std::io::Result<()> {
     let payload = component.serialize().map_err(|e| std::io::Error::other(e.to_string()))?;
-    write_whole(path, &encode_entry(&payload), true)
+    dir.write(&key.file_name(), &encode_entry(dir, key, &payload), true)
 }
 
 /// An error and its causes on one line.

@@ -3,10 +3,14 @@
 //!
 //! Two clocks guard every call. The epoch deadline stops wasm code that runs
 //! too long (a busy loop traps within the deadline plus one tick); the
-//! wall-clock timeout stops a call blocked inside a host function (a sleep,
-//! a poll), which epochs cannot interrupt. The store is dropped after the
-//! call whatever happened, so a trapped instance is never entered again and
-//! nothing survives into the next call.
+//! wall-clock timeout stops a call blocked inside a host function, which
+//! epochs cannot interrupt. Both are the deadline plus the real time host
+//! functions gave back, at most
+//! [`HOST_TIME_ALLOWANCE`](proem_core::plugin::sandbox::HOST_TIME_ALLOWANCE) (see
+//! [`CallClock`]): whatever a plugin asks of the host, its call ends within
+//! its deadline plus that allowance plus two epoch ticks. The store is
+//! dropped after the call whatever happened, so a trapped instance is never
+//! entered again and nothing survives into the next call.
 
 use crate::cache::error_chain;
 use crate::engine::{self, PluginEngine};
@@ -16,9 +20,7 @@ use proem_core::plugin::call::{CallLimits, Failure, Outcome, Request, Response};
 use proem_core::plugin::hooks;
 use proem_core::plugin::sandbox::Sandbox;
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use wasmtime::{Store, Trap, UpdateDeadline};
 
 /// Runs one hook in a fresh store.
@@ -43,7 +45,7 @@ pub async fn call(
     };
     let mut state = state;
     state.clock = CallClock::start(limits.deadline);
-    let host_time = state.clock.host_time();
+    let clock = state.clock.clone();
     let mut store = Store::new(&engine.engine, state);
     store.limiter(|s| &mut s.limiter);
     store.set_hostcall_fuel(limits.max_transfer);
@@ -62,8 +64,7 @@ pub async fn call(
     });
     // The wall-clock timeout allows one more tick than the CPU deadline, so a
     // busy loop is reported as a CPU overrun, not as a blocked call.
-    let wall = limits.deadline + engine::EPOCH_TICK * 2;
-    let result = match within_wall_time(started + wall, host_time, dispatch(&bindings, &mut store, request)).await {
+    let result = match within_wall_time(&clock, dispatch(&bindings, &mut store, request)).await {
         None => Err(Failure::Timeout(limits.deadline)),
         Some(Ok(Ok(response))) => Ok(response),
         Some(Ok(Err(message))) => Err(Failure::Returned(hooks::label(&message, 500))),
@@ -76,12 +77,14 @@ pub async fn call(
     Outcome { result, logs: state.logs, elapsed }
 }
 
-/// Runs `future` until it finishes (`Some`) or the wall-clock limit passes
-/// (`None`). The limit is `until` plus the real time host functions have
-/// spent so far (`host_time`, in nanoseconds): that time is not the plugin's.
-async fn within_wall_time<F: Future>(until: Instant, host_time: Arc<AtomicU64>, future: F) -> Option<F::Output> {
+/// Runs `future` until it finishes (`Some`) or the call's wall-clock limit
+/// passes (`None`): its deadline plus the real time host functions gave
+/// back so far (that time is not the plugin's, and is at most
+/// [`HOST_TIME_ALLOWANCE`](proem_core::plugin::sandbox::HOST_TIME_ALLOWANCE)),
+/// plus two epoch ticks.
+async fn within_wall_time<F: Future>(clock: &CallClock, future: F) -> Option<F::Output> {
     let mut future = std::pin::pin!(future);
-    let limit = || until + Duration::from_nanos(host_time.load(Ordering::Relaxed));
+    let limit = || clock.wall_limit(engine::EPOCH_TICK * 2);
     loop {
         let at = limit();
         match tokio::time::timeout_at(at.into(), &mut future).await {
@@ -108,7 +111,7 @@ async fn dispatch(
             // Instantiating is the host's work (it runs under the deadline,
             // so a start function cannot spin): the hook gets its whole
             // deadline from here.
-            store.data_mut().clock.restart();
+            store.data().clock.restart();
             Ok(match request {
                 Request::Info => {
                     Ok(Response::Info(v0_1::info(plugin.proem_plugin_describe().call_info(&mut *store).await?)))
@@ -133,7 +136,7 @@ async fn dispatch(
         }
         Bindings::V0_2(pre) => {
             let plugin = pre.instantiate_async(&mut *store).await?;
-            store.data_mut().clock.restart();
+            store.data().clock.restart();
             let contribution = |(sections, overlay)| Response::Contribution(sections, overlay);
             Ok(match request {
                 Request::Info => {

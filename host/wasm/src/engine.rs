@@ -137,6 +137,10 @@ impl PluginEngine {
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(|e| format!("cannot link WASI: {e}"))?;
         crate::virtual_io::add_to_linker(&mut linker).map_err(|e| format!("cannot link the virtual clock: {e}"))?;
+        crate::workspace_fs::add_to_linker(&mut linker, crate::sandbox::State::fs)
+            .map_err(|e| format!("cannot link the workspace filesystem: {e}"))?;
+        crate::sandbox::add_to_linker(&mut linker)
+            .map_err(|e| format!("cannot link the charged random numbers: {e}"))?;
         wit::v0_1::add_to_linker(&mut linker).map_err(|e| format!("cannot link the plugin API: {e}"))?;
         wit::v0_2::add_to_linker(&mut linker).map_err(|e| format!("cannot link the plugin API 0.2: {e}"))?;
         let runtime = tokio::runtime::Builder::new_multi_thread()

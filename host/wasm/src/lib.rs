@@ -8,6 +8,7 @@
 //!   ─ call       one hook in a fresh store: deadline, wall-clock timeout, memory limit, verdict
 //!   ─ sandbox    the store's state: WASI context, limiter, the call's clock, host functions
 //!   ─ virtual_io timers and poll in virtual time
+//!   ─ workspace_fs the read-only workspace a `workspace-read` call sees (a stable call: no per-turn file)
 //!   ─ wit/       one module per plugin API version (bindgen and conversions)
 //!   ─ builtin    the official plugins, compiled by build.rs and embedded
 //! ```
@@ -17,11 +18,13 @@ pub mod binary;
 pub mod builtin;
 pub mod cache;
 pub mod call;
+pub mod clock;
 pub mod engine;
 pub mod runtime;
 pub mod sandbox;
 pub mod virtual_io;
 pub mod wit;
+pub mod workspace_fs;
 
 pub use runtime::WASMTIME;
 

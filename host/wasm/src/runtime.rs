@@ -5,11 +5,11 @@
 use crate::cache;
 use crate::engine;
 use crate::wit::{v0_1, v0_2, Bindings};
+use proem_core::cache_dir::CacheDir;
 use proem_core::plugin::answers::executable_identity;
 use proem_core::plugin::call::{CallLimits, Outcome, Request};
 use proem_core::plugin::runtime::{LinkResult, Linked, PendingCall, Runtime};
 use proem_core::plugin::sandbox::Sandbox;
-use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 /// Runs plugins in wasmtime: the runtime of the library and of `proem-full`.
@@ -37,7 +37,7 @@ impl Runtime for Wasmtime {
         crate::binary::check(wasm)
     }
 
-    fn link(&self, wasm: &[u8], api: &str, cache_dir: Option<&Path>) -> LinkResult {
+    fn link(&self, wasm: &[u8], api: &str, cache_dir: Option<&CacheDir>) -> LinkResult {
         let engine = engine::get()?;
         let (component, origin) = cache::load_or_compile(&engine.engine, wasm, cache_dir)?;
         let pre = engine

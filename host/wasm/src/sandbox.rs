@@ -1,20 +1,24 @@
-//! The store of one plugin call: its WASI context, memory limiter, clock and
-//! the host functions' state, built from a [`Sandbox`] (the policy, in
-//! `proem_core::plugin::sandbox`).
+//! The store of one plugin call: its WASI context, memory limiter, clock,
+//! charged randomness and the host functions' state, built from a
+//! [`Sandbox`] (the policy, in `proem_core::plugin::sandbox`).
 
+pub use crate::clock::CallClock;
+use crate::workspace_fs::{FsView, Workspace};
 use proem_core::plugin::sandbox::{
     seed, LogLine, Sandbox, COUNT_TOKENS_COST_PER_KIB, COUNT_TOKENS_MAX_BYTES, MAX_INSTANCES, MAX_LOG_LINES,
-    MAX_MEMORIES, MAX_TABLES, STDERR_CAPTURE_BYTES, TABLE_ENTRY_BYTES, WORKSPACE_MOUNT,
+    MAX_MEMORIES, MAX_TABLES, RANDOM_CALL_COST, RANDOM_COST_PER_KIB, RANDOM_MAX_BYTES, STDERR_CAPTURE_BYTES,
+    TABLE_ENTRY_BYTES,
 };
 use proem_core::tokens::Tokenizer;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use wasmtime::component::ResourceTable;
+use wasmtime::component::{HasData, Linker};
+use wasmtime_wasi::p2::bindings::random::{insecure, random};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
-use wasmtime_wasi::{FsPerms, HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi::random::WasiRandomCtx;
+use wasmtime_wasi::{HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 /// Caps the total of every memory and table one call creates, and their
 /// number, and records a denied growth so a failed `memory.grow` (which the
@@ -71,68 +75,6 @@ impl wasmtime::ResourceLimiter for Limiter {
     }
 }
 
-/// The deadline of one call, in the plugin's own time.
-///
-/// The epoch callback stops wasm code once `Instant::now()` passes
-/// `deadline`. A host function moves the deadline: out by the real time it
-/// spent (the host's time is not the plugin's) and in by a fixed cost for
-/// the work it did for the plugin. The real time spent in host functions is
-/// also published through `host_time` so the wall-clock timeout of the call
-/// (a backstop for blocked calls) moves with it.
-#[derive(Debug, Clone)]
-pub struct CallClock {
-    budget: Duration,
-    started: Instant,
-    deadline: Instant,
-    host_time: Arc<AtomicU64>,
-}
-
-impl CallClock {
-    /// A clock whose deadline is `budget` from now.
-    pub fn start(budget: Duration) -> CallClock {
-        let now = Instant::now();
-        CallClock { budget, started: now, deadline: now + budget, host_time: Arc::default() }
-    }
-
-    /// Gives the whole budget again from now, the time since the start
-    /// counted as the host's (used once instantiation is done).
-    pub fn restart(&mut self) {
-        let now = Instant::now();
-        self.add_host_time(now - self.started);
-        self.started = now;
-        self.deadline = now + self.budget;
-    }
-
-    fn add_host_time(&self, spent: Duration) {
-        self.host_time.fetch_add(u64::try_from(spent.as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
-    }
-
-    /// When the plugin's time runs out.
-    pub fn deadline(&self) -> Instant {
-        self.deadline
-    }
-
-    /// Real time spent in host functions so far (shared with the caller).
-    pub fn host_time(&self) -> Arc<AtomicU64> {
-        self.host_time.clone()
-    }
-
-    /// Runs host work for the plugin: refused (as a deadline overrun) when
-    /// `cost` does not fit in the time left; otherwise `work` runs, its real
-    /// time is given back and `cost` is charged instead.
-    pub fn charge<R>(&mut self, cost: Duration, work: impl FnOnce() -> R) -> Result<R, wasmtime::Error> {
-        let started = Instant::now();
-        if started + cost > self.deadline {
-            return Err(wasmtime::Trap::Interrupt.into());
-        }
-        let out = work();
-        let spent = started.elapsed();
-        self.deadline = self.deadline + spent - cost;
-        self.add_host_time(spent);
-        Ok(out)
-    }
-}
-
 /// The state of one plugin call's store.
 pub struct State {
     wasi: WasiCtx,
@@ -144,8 +86,9 @@ pub struct State {
     /// Lines logged at warn or error (they become diagnostics).
     pub logs: Vec<LogLine>,
     stderr: MemoryOutputPipe,
-    /// The call's deadline (set by [`call`](proem_core::plugin::call)).
+    /// The call's deadline (set by [`call`](crate::call)).
     pub clock: CallClock,
+    workspace: Workspace,
 }
 
 impl WasiView for State {
@@ -165,14 +108,19 @@ pub fn state(sandbox: &Sandbox) -> Result<State, String> {
         .secure_random(StdRng::seed_from_u64(seed))
         .insecure_random(StdRng::seed_from_u64(seed.rotate_left(17)))
         .insecure_random_seed(u128::from(seed))
+        .max_random_size(RANDOM_MAX_BYTES)
         .allow_tcp(false)
         .allow_udp(false)
         .allow_ip_name_lookup(false)
         .allow_blocking_current_thread(false);
-    if sandbox.grants.workspace_read {
-        b.preopened_dir(&sandbox.agent_dir, WORKSPACE_MOUNT, FsPerms::ReadOnly)
-            .map_err(|e| format!("cannot mount {} read-only: {e}", sandbox.agent_dir.display()))?;
-    }
+    // The workspace is proem's own WASI filesystem (`workspace_fs.rs`),
+    // not a wasmtime-wasi preopen.
+    let workspace = if sandbox.grants.workspace_read {
+        Workspace::mount(&sandbox.agent_dir, sandbox.view)
+            .map_err(|e| format!("cannot mount {} read-only: {e}", sandbox.agent_dir.display()))?
+    } else {
+        Workspace::none()
+    };
     Ok(State {
         wasi: b.build(),
         table: ResourceTable::new(),
@@ -182,6 +130,7 @@ pub fn state(sandbox: &Sandbox) -> Result<State, String> {
         logs: Vec::new(),
         stderr,
         clock: CallClock::start(Duration::ZERO),
+        workspace,
     })
 }
 
@@ -205,6 +154,15 @@ impl State {
     /// The call's resource table (for `virtual_io.rs`).
     pub(crate) fn table(&mut self) -> &mut ResourceTable {
         &mut self.table
+    }
+
+    /// The call's workspace, table and clock (for `workspace_fs.rs`).
+    pub(crate) fn fs(&mut self) -> FsView<'_> {
+        FsView::new(&mut self.workspace, &mut self.table, &self.clock)
+    }
+
+    fn random(&mut self) -> ChargedRandom<'_> {
+        ChargedRandom { random: self.wasi.random(), clock: &self.clock }
     }
 
     /// The memory cap in bytes.
@@ -244,6 +202,75 @@ impl State {
         let chars: Vec<char> = text.chars().collect();
         let tail: String = chars[chars.len().saturating_sub(1000)..].iter().collect();
         Some(proem_core::text::one_line(&tail, 1000))
+    }
+}
+
+/// WASI's random numbers, capped at [`RANDOM_MAX_BYTES`] a call and
+/// charged to the caller's deadline ([`RANDOM_CALL_COST`] a call and
+/// [`RANDOM_COST_PER_KIB`]); the numbers are wasmtime-wasi's, from the
+/// call's seeded generators.
+pub struct ChargedRandom<'a> {
+    random: &'a mut WasiRandomCtx,
+    clock: &'a CallClock,
+}
+
+struct Charged;
+
+impl HasData for Charged {
+    type Data<'a> = ChargedRandom<'a>;
+}
+
+/// Replaces WASI's `random` and `insecure` interfaces in `linker` (which
+/// must already hold wasmtime-wasi's) with the charged ones.
+pub fn add_to_linker(linker: &mut Linker<State>) -> wasmtime::Result<()> {
+    linker.allow_shadowing(true);
+    random::add_to_linker::<State, Charged>(linker, State::random)?;
+    insecure::add_to_linker::<State, Charged>(linker, State::random)?;
+    linker.allow_shadowing(false);
+    Ok(())
+}
+
+impl ChargedRandom<'_> {
+    /// Checks `len` against [`RANDOM_MAX_BYTES`] and charges its cost, then
+    /// runs `make`.
+    fn bytes(
+        &mut self,
+        len: u64,
+        make: fn(&mut WasiRandomCtx, u64) -> wasmtime::Result<Vec<u8>>,
+    ) -> wasmtime::Result<Vec<u8>> {
+        if len > RANDOM_MAX_BYTES {
+            return Err(wasmtime::format_err!(
+                "asked for {len} random bytes, over the limit of {RANDOM_MAX_BYTES} bytes a call"
+            ));
+        }
+        let kib = u32::try_from(len.div_ceil(1024)).unwrap_or(u32::MAX);
+        let random = &mut *self.random;
+        self.clock.charge(RANDOM_CALL_COST + RANDOM_COST_PER_KIB * kib, || make(random, len))?
+    }
+
+    fn number(&mut self, make: fn(&mut WasiRandomCtx) -> wasmtime::Result<u64>) -> wasmtime::Result<u64> {
+        let random = &mut *self.random;
+        self.clock.charge(RANDOM_CALL_COST, || make(random))?
+    }
+}
+
+impl random::Host for ChargedRandom<'_> {
+    fn get_random_bytes(&mut self, len: u64) -> wasmtime::Result<Vec<u8>> {
+        self.bytes(len, random::Host::get_random_bytes)
+    }
+
+    fn get_random_u64(&mut self) -> wasmtime::Result<u64> {
+        self.number(random::Host::get_random_u64)
+    }
+}
+
+impl insecure::Host for ChargedRandom<'_> {
+    fn get_insecure_random_bytes(&mut self, len: u64) -> wasmtime::Result<Vec<u8>> {
+        self.bytes(len, insecure::Host::get_insecure_random_bytes)
+    }
+
+    fn get_insecure_random_u64(&mut self) -> wasmtime::Result<u64> {
+        self.number(insecure::Host::get_insecure_random_u64)
     }
 }
 

@@ -21,30 +21,50 @@
 //! kept for it). Only successful answers are kept, and a hit goes through
 //! the same validation as a fresh answer.
 //!
-//! Entries are files `<key>.answer` under `answers/` in the component cache
-//! directory ([`crate::disk::default_dir`]), each a magic line with
-//! the xxh3 checksum of its JSON payload: a truncated or corrupt entry is a
-//! miss, never trusted. Written whole (`cache::write_whole`).
-//! The directory is kept under [`MAX_ENTRIES`]: when a write finds it over,
-//! the older half is removed.
+//! Entries are files `<key>.answer` in the `answers/` folder of the cache
+//! folder ([`crate::cache_dir`]), each a magic line with the HMAC-SHA256 of
+//! its key and JSON payload under the folder's secret: a truncated,
+//! corrupt or forged entry, or one copied from another key or another
+//! user's folder, is a miss, never trusted. Written whole
+//! ([`CacheDir::write`]). The folder is bounded: an entry larger than
+//! [`MAX_ENTRY_BYTES`] (what is read back) is never written, and a write
+//! that finds more than [`MAX_ENTRIES`] entries or [`MAX_TOTAL_BYTES`]
+//! bytes removes the oldest until both are halved.
 
+use crate::cache_dir::CacheDir;
 use crate::memo::KeyHasher;
 use crate::plugin::call::Response;
 use crate::plugin::hooks::PluginInfo;
 use crate::plugin::sandbox::LogLine;
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use std::sync::Arc;
 
-const MAGIC: &str = "PROEMANSWER1";
+const MAGIC: &str = "PROEMANSWER2";
+/// What each entry's MAC starts with: the kind of entry.
+const KIND: &[u8] = b"proem plugin answer";
 /// The most entries kept; a write that finds more removes the older half.
 pub const MAX_ENTRIES: usize = 1024;
-/// The largest entry read back.
-const MAX_ENTRY_BYTES: u64 = 16 * 1024 * 1024;
+/// The largest entry read back; a larger one is never written.
+pub const MAX_ENTRY_BYTES: u64 = 16 * 1024 * 1024;
+/// The most bytes of entries kept; a write that finds more removes the
+/// oldest entries until half is left.
+pub const MAX_TOTAL_BYTES: u64 = 64 * 1024 * 1024;
 
-/// The answers directory of one cache directory.
+/// Whether [`Answers::put`] writes (the default). `proem serve` turns it
+/// off for its whole process: what its clients ask must not grow the cache
+/// folder; it still reads what `proem build` kept.
+static WRITE_NEW_ANSWERS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// Turns writing new answers on or off, for the whole process.
+pub fn write_new_answers(on: bool) {
+    WRITE_NEW_ANSWERS.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The answers folder of one cache folder.
 #[derive(Debug, Clone)]
 pub struct Answers {
-    dir: PathBuf,
+    dir: Arc<CacheDir>,
     host: u128,
 }
 
@@ -91,8 +111,15 @@ impl Answers {
     /// The answers kept under `cache_dir` by the runtime whose identity is
     /// `host` (see [`crate::plugin::runtime::Runtime::identity`]; `None`:
     /// no cache directory, or a runtime that cannot be identified).
-    pub fn open(cache_dir: Option<&Path>, host: Option<u128>) -> Option<Answers> {
-        Some(Answers { dir: cache_dir?.join("answers"), host: host? })
+    pub fn open(cache_dir: Option<&CacheDir>, host: Option<u128>) -> Option<Answers> {
+        let host = host?;
+        match cache_dir?.subfolder("answers") {
+            Ok(dir) => Some(Answers { dir: Arc::new(dir), host }),
+            Err(why) => {
+                tracing::warn!("{why}; plugin answers are not kept");
+                None
+            }
+        }
     }
 
     /// The key of `parts` for this host: what [`Answers::get`] and
@@ -104,14 +131,18 @@ impl Answers {
         h.finish()
     }
 
-    fn path(&self, key: u128) -> PathBuf {
-        self.dir.join(format!("{key:032x}.answer"))
+    fn name(key: u128) -> String {
+        format!("{key:032x}.answer")
     }
 
-    /// The entry kept under `key`, if it is whole and readable.
+    /// The entry kept under `key`, if it is whole, made with this folder's
+    /// secret for this key, and readable.
     pub fn get<T: DeserializeOwned>(&self, key: u128) -> Option<T> {
-        let data = crate::disk::read_regular_file(&self.path(key), MAX_ENTRY_BYTES).ok()?;
-        let payload = decode(&data)?;
+        let data = self.dir.read(&Answers::name(key), MAX_ENTRY_BYTES).ok()?;
+        let Some(payload) = self.decode(key, &data) else {
+            tracing::warn!(key = %format!("{key:032x}"), "plugin answer entry damaged or not made for this key; asking the plugin");
+            return None;
+        };
         match serde_json::from_slice(payload) {
             Ok(value) => Some(value),
             Err(e) => {
@@ -121,55 +152,75 @@ impl Answers {
         }
     }
 
-    /// Keeps `value` under `key` (a failure to write is logged, not fatal).
+    /// Keeps `value` under `key` (a failure to write is logged, not fatal;
+    /// nothing is written while [`write_new_answers`] is off).
     pub fn put<T: Serialize>(&self, key: u128, value: &T) {
+        if !WRITE_NEW_ANSWERS.load(std::sync::atomic::Ordering::Relaxed) {
+            return;
+        }
         if let Err(e) = self.try_put(key, value) {
-            tracing::warn!(dir = %self.dir.display(), "cannot keep a plugin answer: {e}");
+            tracing::warn!(dir = %self.dir.path().display(), "cannot keep a plugin answer: {e}");
         }
     }
 
     fn try_put<T: Serialize>(&self, key: u128, value: &T) -> std::io::Result<()> {
         let payload = serde_json::to_vec(value).map_err(std::io::Error::other)?;
-        crate::disk::write_whole(&self.path(key), &encode(&payload), false)?;
+        let entry = self.encode(key, &payload);
+        if entry.len() as u64 > MAX_ENTRY_BYTES {
+            tracing::debug!(bytes = entry.len(), "plugin answer not kept: larger than an entry read back");
+            return Ok(());
+        }
+        self.dir.write(&Answers::name(key), &entry, false)?;
         self.prune();
         Ok(())
     }
 
-    /// Removes the older half of the entries when there are more than
-    /// [`MAX_ENTRIES`].
+    /// Removes the oldest entries, when there are more than [`MAX_ENTRIES`]
+    /// or more than [`MAX_TOTAL_BYTES`], until both are halved.
     fn prune(&self) {
-        let Ok(read) = std::fs::read_dir(&self.dir) else { return };
-        let mut entries: Vec<(std::time::SystemTime, PathBuf)> = read
-            .flatten()
-            .filter(|e| e.file_name().to_string_lossy().ends_with(".answer"))
-            .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
-            .collect();
-        if entries.len() <= MAX_ENTRIES {
+        let mut entries = self.dir.entries(".answer");
+        let mut count = entries.len();
+        let mut total: u64 = entries.iter().map(|e| e.bytes).fold(0, u64::saturating_add);
+        if count <= MAX_ENTRIES && total <= MAX_TOTAL_BYTES {
             return;
         }
         entries.sort();
-        for (_, path) in &entries[..entries.len() / 2] {
-            let _ = std::fs::remove_file(path);
+        for entry in entries {
+            if count <= MAX_ENTRIES / 2 && total <= MAX_TOTAL_BYTES / 2 {
+                break;
+            }
+            self.dir.remove(&entry.name);
+            count -= 1;
+            total = total.saturating_sub(entry.bytes);
         }
     }
-}
 
-/// An entry's bytes: the magic, the payload's xxh3 in hex, a newline, the payload.
-pub fn encode(payload: &[u8]) -> Vec<u8> {
-    let mut out = format!("{MAGIC} {:016x}\n", xxhash_rust::xxh3::xxh3_64(payload)).into_bytes();
-    out.extend_from_slice(payload);
-    out
-}
-
-/// The payload of an entry whose checksum holds.
-fn decode(data: &[u8]) -> Option<&[u8]> {
-    let header_len = MAGIC.len() + 1 + 16 + 1;
-    if data.len() < header_len || !data.starts_with(MAGIC.as_bytes()) || data[header_len - 1] != b'\n' {
-        return None;
+    /// An entry's bytes: the magic, the hex HMAC of its key and payload
+    /// under the folder's secret, a newline, the payload. Public so tests
+    /// can make entries as a process of this user would.
+    pub fn encode(&self, key: u128, payload: &[u8]) -> Vec<u8> {
+        let mac = self.dir.mac(&[KIND, &key.to_le_bytes(), payload]);
+        let mut out = format!("{MAGIC} {}\n", crate::digest::hex(&mac)).into_bytes();
+        out.extend_from_slice(payload);
+        out
     }
-    let sum = std::str::from_utf8(&data[MAGIC.len() + 1..header_len - 1]).ok()?;
-    let payload = &data[header_len..];
-    (u64::from_str_radix(sum, 16).ok()? == xxhash_rust::xxh3::xxh3_64(payload)).then_some(payload)
+
+    /// The payload of an entry whose MAC holds for `key`.
+    fn decode<'d>(&self, key: u128, data: &'d [u8]) -> Option<&'d [u8]> {
+        let header_len = MAGIC.len() + 1 + 64 + 1;
+        if data.len() < header_len || !data.starts_with(MAGIC.as_bytes()) || data[header_len - 1] != b'\n' {
+            return None;
+        }
+        let mac = unhex(&data[MAGIC.len() + 1..header_len - 1])?;
+        let payload = &data[header_len..];
+        self.dir.verify(&[KIND, &key.to_le_bytes(), payload], &mac).then_some(payload)
+    }
+}
+
+/// Bytes from lowercase or uppercase hex.
+fn unhex(hex: &[u8]) -> Option<Vec<u8>> {
+    let digit = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    hex.chunks(2).map(|pair| Some(digit(*pair.first()?)? << 4 | digit(*pair.get(1)?)?)).collect()
 }
 
 /// An executable, as its file system sees it (path, size, inode, times):
@@ -190,10 +241,14 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    fn answers(dir: &Path) -> Answers {
+        Answers::open(Some(&CacheDir::open(dir).unwrap()), Some(1)).unwrap()
+    }
+
     #[test]
     fn an_entry_round_trips_and_a_damaged_one_is_a_miss() {
         let dir = tempfile::tempdir().unwrap();
-        let answers = Answers::open(Some(dir.path()), Some(1)).unwrap();
+        let answers = answers(dir.path());
         let value = Answered { response: Response::Bootstrap(Vec::new()), logs: vec![(true, "x".into())] };
         let key = answers.key(|h| {
             h.str("k");
@@ -201,7 +256,7 @@ mod tests {
         answers.put(key, &value);
         let back: Answered = answers.get(key).unwrap();
         assert_eq!(back.logs, value.logs);
-        let path = answers.path(key);
+        let path = dir.path().join("answers").join(Answers::name(key));
         let mut bytes = std::fs::read(&path).unwrap();
         let last = bytes.len() - 1;
         bytes[last] ^= 1;
@@ -213,9 +268,9 @@ mod tests {
     }
 
     #[test]
-    fn the_directory_stays_bounded() {
+    fn the_directory_stays_bounded_by_count() {
         let dir = tempfile::tempdir().unwrap();
-        let answers = Answers::open(Some(dir.path()), Some(1)).unwrap();
+        let answers = answers(dir.path());
         for i in 0..(MAX_ENTRIES as u128 + 10) {
             answers.put(i, &i.to_string());
         }
@@ -224,13 +279,42 @@ mod tests {
         assert!(count >= MAX_ENTRIES / 2, "{count} entries");
     }
 
+    #[test]
+    fn the_directory_stays_bounded_by_bytes_and_never_keeps_what_is_not_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let answers = answers(dir.path());
+        let folder = dir.path().join("answers");
+        let total =
+            || -> u64 { std::fs::read_dir(&folder).unwrap().map(|e| e.unwrap().metadata().unwrap().len()).sum() };
+        // Just over what an entry may be once encoded: never written.
+        let too_big = "x".repeat(MAX_ENTRY_BYTES as usize);
+        answers.put(7, &too_big);
+        assert_eq!(std::fs::read_dir(&folder).unwrap().count(), 0, "an entry never read back is never written");
+        // Entries of 3 MiB: the folder never holds much more than the bound.
+        let big = "y".repeat(3 << 20);
+        for i in 0..40u128 {
+            answers.put(i, &big);
+            assert!(total() <= MAX_TOTAL_BYTES + (4 << 20), "{} bytes after {i} writes", total());
+        }
+        assert!(answers.get::<String>(39).is_some(), "the newest entry is kept");
+        assert!(answers.get::<String>(0).is_none(), "the oldest were evicted");
+    }
+
     proptest! {
         #[test]
-        fn decode_never_accepts_what_encode_did_not_write(data in proptest::collection::vec(any::<u8>(), 0..200)) {
-            // Random bytes are never an entry; an entry's payload is exactly what was encoded.
-            prop_assert!(decode(&data).is_none() || data.starts_with(MAGIC.as_bytes()));
-            let encoded = encode(&data);
-            prop_assert_eq!(decode(&encoded), Some(&data[..]));
+        fn decode_accepts_exactly_what_encode_wrote_for_that_key(
+            data in proptest::collection::vec(any::<u8>(), 0..200),
+            key in any::<u128>(),
+            other in any::<u128>(),
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let answers = answers(dir.path());
+            // Random bytes are never an entry; an entry's payload is exactly
+            // what was encoded, for its own key only.
+            prop_assert!(answers.decode(key, &data).is_none());
+            let encoded = answers.encode(key, &data);
+            prop_assert_eq!(answers.decode(key, &encoded), Some(&data[..]));
+            prop_assert!(other == key || answers.decode(other, &encoded).is_none());
         }
     }
 }

@@ -60,7 +60,8 @@ pub enum Failure {
     Returned(String),
     /// Its wasm ran past the CPU deadline.
     Deadline(Duration),
-    /// The call was blocked (in a host call) past the wall-clock timeout.
+    /// The call was still running (blocked in a host call, or host calls
+    /// took more real time than the allowance) at its wall-clock timeout.
     Timeout(Duration),
     /// Memory growth beyond the cap was refused.
     Memory {
@@ -103,12 +104,11 @@ impl Failure {
         match self {
             Failure::Returned(m) => format!("returned an error: {m}"),
             Failure::Deadline(d) => format!("ran past its CPU deadline of {} ms and was stopped", d.as_millis()),
-            Failure::Timeout(d) => {
-                format!(
-                    "was blocked past its {} ms wall-clock timeout (inside a host call) and was stopped",
-                    d.as_millis()
-                )
-            }
+            Failure::Timeout(d) => format!(
+                "was still running at its wall-clock timeout ({} ms plus at most {} ms of host time) and was stopped",
+                d.as_millis(),
+                crate::plugin::sandbox::HOST_TIME_ALLOWANCE.as_millis()
+            ),
             Failure::Memory { limit, asked } => format!(
                 "hit its memory limit of {} MiB (asked to grow to {} MiB)",
                 limit / (1024 * 1024),

@@ -498,7 +498,7 @@ pub fn dedupe_overlay_blocks(sections: &mut Vec<Section>, diagnostics: &mut Vec<
 
 /// Validates an `agent:bootstrap` result: names must be workspace-relative
 /// file names, each once by its canonical name
-/// ([`crate::bootstrap::canonical_name`], which the list returned carries),
+/// ([`crate::file_names::canonical_name`], which the list returned carries),
 /// within the size caps. Returns the new file list.
 pub fn validate_files(mut raw: Vec<RawFile>, caps: OutputCaps) -> Result<Vec<RawFile>, String> {
     check_count("files", raw.len(), caps)?;
@@ -512,7 +512,7 @@ pub fn validate_files(mut raw: Vec<RawFile>, caps: OutputCaps) -> Result<Vec<Raw
             return Err(format!("file name {:?} is not a workspace-relative path", shorten(&f.name)));
         }
         // One file, one name: `user.md ` is USER.md (per-turn), ` SOUL.md` is SOUL.md.
-        f.name = crate::bootstrap::canonical_name(&f.name).into_owned();
+        f.name = crate::file_names::canonical_name(&f.name).into_owned();
     }
     for f in &raw {
         if seen.contains(&f.name.as_str()) {

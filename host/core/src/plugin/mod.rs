@@ -11,7 +11,8 @@
 //!            ─ runtime::Runtime: the plugin's code compiled and linked on its first call
 //!              (runtime::AnswersOnly, in `proem`: no code, answers from disk or PluginCodeNeeded)
 //!            ─ call::call (fresh store, sandbox::Sandbox, deadline, memory limit, timeout;
-//!                          virtual_io: timers and poll in virtual time)
+//!                          virtual_io: timers and poll in virtual time;
+//!                          workspace_fs: the workspace, read-only, stable calls see no per-turn file)
 //!            ─ hooks::validate_* (ids, slots, sizes, neutralised bodies) ─ merged like core sections
 //! ```
 //!

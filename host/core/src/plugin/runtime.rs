@@ -16,6 +16,7 @@
 //!
 //! [`ProemError::PluginCodeNeeded`]: crate::ProemError::PluginCodeNeeded
 
+use crate::cache_dir::CacheDir;
 use crate::plugin::answers::executable_identity;
 use crate::plugin::call::{CallLimits, Outcome, Request};
 use crate::plugin::sandbox::Sandbox;
@@ -68,7 +69,7 @@ pub trait Runtime: Sync {
 
     /// Compiles `wasm` (through the component cache in `cache_dir`) and
     /// pre-instantiates it with the bindings of API version `api`.
-    fn link(&self, wasm: &[u8], api: &str, cache_dir: Option<&Path>) -> LinkResult;
+    fn link(&self, wasm: &[u8], api: &str, cache_dir: Option<&CacheDir>) -> LinkResult;
 
     /// Runs calls concurrently and returns their outcomes in input order,
     /// whatever order they finished in. `meanwhile` runs on the calling
@@ -110,7 +111,7 @@ impl Runtime for AnswersOnly {
         Err(NO_CODE.into())
     }
 
-    fn link(&self, _: &[u8], _: &str, _: Option<&Path>) -> LinkResult {
+    fn link(&self, _: &[u8], _: &str, _: Option<&CacheDir>) -> LinkResult {
         Err(NO_CODE.into())
     }
 

@@ -5,22 +5,26 @@
 //!
 //! | what | default | opt-in |
 //! |---|---|---|
-//! | filesystem | none | `workspace-read`: the agent directory, read-only, at `/workspace` |
+//! | filesystem | none | `workspace-read`: the agent directory, read-only, at `/workspace` (`proem-wasm`'s `workspace_fs.rs`: stable hooks see no per-turn file and fixed times; at most 16 files open at once; reads of at most 64 KiB, charged) |
 //! | network (TCP, UDP, DNS) | denied | none |
 //! | environment, arguments | empty | none |
 //! | stdin / stdout | empty / discarded | none |
 //! | stderr | captured (16 KiB) into the failure diagnostic | none |
 //! | wall clock | frozen at the build's `now` | none |
 //! | monotonic clock | frozen at 0; timers fire at once, `poll` waits for all (`virtual_io.rs`) | none |
-//! | randomness | seeded from the plugin id (reproducible) | none |
+//! | randomness | seeded from the plugin id (reproducible); at most [`RANDOM_MAX_BYTES`] a call, charged | none |
 //! | memory | 32 MiB (`memory_mib`), all memories and tables of the call together | per plugin |
 //! | instances, memories, tables, handles | at most [`MAX_INSTANCES`], [`MAX_MEMORIES`], [`MAX_TABLES`], [`MAX_HANDLES`] | none |
 //! | `count-tokens` | at most [`COUNT_TOKENS_MAX_BYTES`] a call, charged [`COUNT_TOKENS_COST_PER_KIB`] | none |
 //!
 //! Time a plugin is charged is never the host's real time: host functions
-//! charge fixed costs by input size (see [`CallClock`]), so whether the
+//! charge fixed costs by input size (see `proem-wasm`'s `CallClock`), so whether the
 //! tokenizer was built or a count was memoised never changes what a plugin
-//! can do within its deadline.
+//! can do within its deadline. Every host function that does work in
+//! proportion to what it is asked (files, listings, random bytes, token
+//! counts) is capped per call and charged; the rest (the clocks, stdio,
+//! `log`, denied sockets) do a fixed, small amount of work and are charged
+//! their real time like the plugin's own code.
 
 use crate::tokens::Tokenizer;
 use sha2::{Digest, Sha256};
@@ -97,6 +101,27 @@ pub const COUNT_TOKENS_MAX_BYTES: usize = 1024 * 1024;
 /// served from the memo costs the same as one encoded on a cold process.
 pub const COUNT_TOKENS_COST_PER_KIB: Duration = Duration::from_micros(40);
 
+/// Most bytes one `get-random-bytes` (or `get-insecure-random-bytes`) call
+/// may ask for; more traps, naming the limit (wasmtime-wasi's own limit is
+/// 64 MiB, made on the host before the guest has room for them).
+pub const RANDOM_MAX_BYTES: u64 = 1024 * 1024;
+
+/// What a call for random numbers charges the caller's deadline (each
+/// `get-random-u64`, and each `get-random-bytes` on top of its bytes; a
+/// `get-random-u64` takes ~0.4 µs, the guest's loop included).
+pub const RANDOM_CALL_COST: Duration = Duration::from_micros(1);
+
+/// What random bytes charge per KiB (wasmtime-wasi makes them a byte at a
+/// time: ~9 µs per KiB measured, 1 MiB in ~9.4 ms).
+pub const RANDOM_COST_PER_KIB: Duration = Duration::from_micros(20);
+
+/// Real time host functions may give back to one call in all (the host's
+/// time is not the plugin's): instantiation, a cold
+/// tokenizer, file reads. A call therefore ends within its deadline plus
+/// this plus two epoch ticks, whatever it asks of the host; past it, the
+/// host's time counts as the plugin's.
+pub const HOST_TIME_ALLOWANCE: Duration = Duration::from_millis(100);
+
 /// A log line a plugin wrote through the `host` interface.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogLine {
@@ -104,6 +129,17 @@ pub struct LogLine {
     pub level: tracing::Level,
     /// Its text.
     pub message: String,
+}
+
+/// What of the workspace a call sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum View {
+    /// Every file with its real metadata (turn hooks, the per-turn half of
+    /// a 0.1 hook).
+    #[default]
+    Turn,
+    /// The stable inputs only (see the module docs).
+    Stable,
 }
 
 /// What a store is built from.
@@ -121,6 +157,10 @@ pub struct Sandbox {
     pub now: Duration,
     /// The build's tokenizer, for `count-tokens` (built only if a plugin counts).
     pub tokenizer: Tokenizer,
+    /// What of the workspace the call sees with `workspace-read`: a call
+    /// whose answer goes above the cache boundary sees the stable inputs
+    /// only.
+    pub view: View,
 }
 
 /// A reproducible seed per plugin id.

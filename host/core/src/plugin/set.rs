@@ -10,6 +10,7 @@
 //! merged, so completion order never shows in the prompt.
 
 use crate::bootstrap::{self, group_of, load_order, BootstrapFile, FileGroup};
+use crate::cache_dir::CacheDir;
 use crate::config::{PluginConfig, BUILTIN_IDS};
 use crate::error::ProemError;
 use crate::memo::KeyHasher;
@@ -17,7 +18,7 @@ use crate::plugin::answers::{Answered, Answers, Described};
 use crate::plugin::call::{CallLimits, Failure, Outcome, Request, Response};
 use crate::plugin::hooks::{self, BuildContext, OutputCaps, PluginInfo, RawFile};
 use crate::plugin::runtime::{LinkResult, Linked, PendingCall, Runtime};
-use crate::plugin::sandbox::{Grants, LogLine, Sandbox};
+use crate::plugin::sandbox::{Grants, LogLine, Sandbox, View};
 use crate::report::{Diagnostic, PluginReport};
 use crate::section::Section;
 use crate::sync::Lock;
@@ -74,7 +75,7 @@ struct Code {
     /// The API version the binary was checked for.
     api: String,
     wasm: Wasm,
-    cache_dir: Option<PathBuf>,
+    cache_dir: Option<Arc<CacheDir>>,
     runtime: &'static dyn Runtime,
     linked: OnceLock<LinkResult>,
 }
@@ -111,6 +112,12 @@ impl Ready {
         }
     }
 
+    /// Whether two loaded plugins run the same code: the entries of one
+    /// binary share it (compiled, linked and described once).
+    pub fn shares_code_with(&self, other: &Ready) -> bool {
+        Arc::ptr_eq(&self.code, &other.code)
+    }
+
     /// Whether the plugin speaks 0.2 or later (stable and turn hooks).
     pub fn splits_zones(&self) -> bool {
         !self.code.api.starts_with("0.1.")
@@ -140,7 +147,24 @@ impl LoadedPlugin {
         deadline: Duration,
         request: Request,
     ) -> PendingCall {
+        self.call_seeing(code, agent_dir, Sees::Turn(now), tokenizer, deadline, request)
+    }
+
+    /// [`LoadedPlugin::call`] seeing what `sees` says of the turn.
+    fn call_seeing(
+        &self,
+        code: &Code,
+        agent_dir: &Path,
+        sees: Sees,
+        tokenizer: Tokenizer,
+        deadline: Duration,
+        request: Request,
+    ) -> PendingCall {
         let grants = if matches!(request, Request::Info) { Grants::default() } else { self.grants };
+        let (now, view) = match sees {
+            Sees::Stable => (Duration::ZERO, View::Stable),
+            Sees::Turn(now) => (now, View::Turn),
+        };
         let sandbox = Sandbox {
             plugin: self.id.clone(),
             grants,
@@ -148,6 +172,7 @@ impl LoadedPlugin {
             memory_bytes: self.memory_bytes,
             now,
             tokenizer,
+            view,
         };
         let limits = CallLimits::for_plugin(deadline, self.caps);
         match code.linked() {
@@ -155,6 +180,18 @@ impl LoadedPlugin {
             Err(e) => Box::pin(std::future::ready(Outcome::host_failure(e))),
         }
     }
+}
+
+/// What a call observes of the turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sees {
+    /// The stable inputs only: no clock (WASI's wall clock reads 1970), a
+    /// blank turn, the workspace without its per-turn files
+    /// ([`View::Stable`]). Its answer may go above the cache boundary.
+    Stable,
+    /// The turn: its clock and every file. Its answer goes below the
+    /// boundary.
+    Turn(Duration),
 }
 
 /// What the plugin memos key on for one build, from the assembler's file
@@ -242,8 +279,18 @@ impl BuildRun {
         if plugin.required {
             return Err(ProemError::Plugin { id: plugin.id.clone(), message: format!("{message}; it is required") });
         }
-        self.diagnostics.push(Diagnostic::error(failure.code(), format!("{message}; {what_happens}")));
+        self.note(vec![Diagnostic::error(failure.code(), format!("{message}; {what_happens}"))]);
         Ok(())
+    }
+
+    /// Adds diagnostics, each once: the two halves of a 0.1 hook often
+    /// find the same thing.
+    fn note(&mut self, diagnostics: Vec<Diagnostic>) {
+        for d in diagnostics {
+            if !self.diagnostics.contains(&d) {
+                self.diagnostics.push(d);
+            }
+        }
     }
 }
 
@@ -257,13 +304,16 @@ impl PluginSet {
     /// `describe` answer is not kept on disk makes this
     /// [`ProemError::PluginCodeNeeded`], and so does any build that would
     /// call a hook whose answer is not kept.
+    ///
+    /// Each distinct binary (by [`Wasm::identity`]: the SHA-256 of a file's
+    /// bytes) is checked, compiled, linked and described once, however
+    /// many entries use it: they share its code.
     pub fn load_with(
         configs: &[PluginConfig],
         agent_dir: &Path,
-        cache_dir: Option<&Path>,
+        cache_dir: Option<Arc<CacheDir>>,
         runtime: &'static dyn Runtime,
     ) -> Result<PluginSet, ProemError> {
-        let mut plugins: Vec<LoadedPlugin> = Vec::with_capacity(configs.len());
         let prepared: Vec<(LoadedPlugin, Result<Wasm, String>)> =
             configs.iter().map(|c| prepare(c, agent_dir, runtime)).collect();
         // A pinned binary that changed never loads, required or not.
@@ -292,7 +342,7 @@ impl PluginSet {
             }
         }
         // Identifying the runtime's executable costs a stat: only with plugins.
-        let answers = if prepared.is_empty() { None } else { Answers::open(cache_dir, runtime.identity()) };
+        let answers = if prepared.is_empty() { None } else { Answers::open(cache_dir.as_deref(), runtime.identity()) };
         let empty = || PluginSet {
             plugins: Vec::new(),
             agent_dir: agent_dir.to_path_buf(),
@@ -304,45 +354,15 @@ impl PluginSet {
             return Ok(empty());
         }
         let _span = tracing::info_span!("load_plugins", count = prepared.len()).entered();
-        // What describe said about each binary, from disk when a process of
-        // this proem asked it before: then nothing is compiled now.
-        let mut states: Vec<Option<Result<Ready, String>>> = prepared
-            .iter()
-            .map(|(_, wasm)| {
-                let wasm = wasm.as_ref().ok()?;
-                let answers = answers.as_ref()?;
-                let described: Described = answers.get(describe_key(answers, wasm))?;
-                Some(Ok(ready(described, wasm, cache_dir, runtime)))
-            })
-            .collect();
-        let undescribed = prepared.iter().zip(&states).any(|((_, wasm), state)| wasm.is_ok() && state.is_none());
-        if undescribed && !runtime.runs_code() {
-            return Err(ProemError::PluginCodeNeeded);
-        }
-        // The rest are checked, compiled and described, in parallel: cold
-        // compiles are the slow part of a first run.
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = prepared
-                .iter()
-                .zip(&states)
-                .filter(|(_, state)| state.is_none())
-                .map(|((plugin, wasm), _)| {
-                    let answers = answers.as_ref();
-                    scope.spawn(move || {
-                        let wasm = wasm.as_ref().map_err(Clone::clone)?;
-                        let ready = open(plugin, wasm, cache_dir, agent_dir, answers, runtime);
-                        ready.map_err(|e| format!("{}: {e}", plugin.origin))
-                    })
-                })
-                .collect();
-            let mut handles = handles.into_iter();
-            for state in states.iter_mut().filter(|s| s.is_none()) {
-                let handle = handles.next().expect("one thread per plugin to open");
-                *state = Some(handle.join().unwrap_or_else(|_| Err("the loader thread panicked".into())));
-            }
-        });
-        for ((mut plugin, _), state) in prepared.into_iter().zip(states) {
-            let state = state.expect("every plugin opened");
+        let (binaries, binary_of) = distinct_binaries(&prepared);
+        let states = open_binaries(&binaries, cache_dir.as_ref(), agent_dir, answers.as_ref(), runtime)?;
+        let mut plugins: Vec<LoadedPlugin> = Vec::with_capacity(prepared.len());
+        for ((mut plugin, wasm), binary) in prepared.into_iter().zip(binary_of) {
+            let state = match (wasm, binary) {
+                (Err(why), _) => Err(why),
+                (Ok(_), Some(i)) => states[i].clone().map_err(|e| format!("{}: {e}", plugin.origin)),
+                (Ok(_), None) => Err("no binary".into()),
+            };
             if let Err(why) = &state {
                 if plugin.required {
                     return Err(ProemError::Plugin {
@@ -391,7 +411,10 @@ impl PluginSet {
     /// Runs the `agent:bootstrap` hooks in plugin-id order. Each sees the
     /// files as the previous hook left them; a failing hook's change is
     /// discarded. A 0.2 hook sees only the stable files (the per-turn ones
-    /// pass it by) and no clock, channel or chat.
+    /// pass it by) and the stable inputs ([`Sees::Stable`]). A 0.1 hook,
+    /// which may look at every file and the turn, is called twice: on the
+    /// stable files and a blank turn for the stable files it returns, and
+    /// on every file and the turn for the per-turn files it returns.
     pub fn run_bootstrap(
         &self,
         ctx: &BuildContext,
@@ -401,67 +424,93 @@ impl PluginSet {
         run: &mut BuildRun,
         memo: Option<MemoKeys>,
     ) -> Result<Vec<BootstrapFile>, ProemError> {
-        let hashes = memo.map(|_| {
-            let stable = stable_context_hash(ctx);
-            (context_hash(ctx, stable), stable)
-        });
+        let contexts = Contexts::of(ctx, memo.is_some());
         for plugin in &self.plugins {
             let Ok(ready) = &plugin.state else { continue };
             if !ready.info.bootstrap {
                 continue;
             }
-            let split = ready.splits_zones();
-            // 0.2: the per-turn files pass the hook by.
-            let (seen, passing): (Vec<BootstrapFile>, Vec<BootstrapFile>) =
-                files.into_iter().partition(|f| !split || group_of(&f.name) != FileGroup::Dynamic);
-            let keys = memo.zip(hashes).map(|(memo, (full, stable))| {
-                let context = if split { stable } else { full };
-                let key =
-                    call_key(plugin, "agent:bootstrap", context, Some(bootstrap::files_hash(seen.iter())), tokenizer);
-                // A 0.2 bootstrap hook sees no clock: its answer is kept on disk.
-                self.call_keys(plugin, ready, key, split, memo)
+            let (stable, per_turn): (Vec<BootstrapFile>, Vec<BootstrapFile>) =
+                files.into_iter().partition(|f| group_of(&f.name) != FileGroup::Dynamic);
+            let half = BootstrapHalf { plugin, ready, contexts: &contexts, tokenizer, memo };
+            let stable_out = self.run_bootstrap_half(&half, &stable, Sees::Stable, run)?;
+            let per_turn_out = if ready.splits_zones() {
+                None
+            } else {
+                let mut every: Vec<BootstrapFile> = stable.iter().chain(&per_turn).cloned().collect();
+                every.sort_by(|a, b| load_order(&a.name).cmp(&load_order(&b.name)));
+                self.run_bootstrap_half(&half, &every, Sees::Turn(now), run)?
+            };
+            files = match stable_out {
+                Some(out) => apply_files(&plugin.id, stable, out, run),
+                None => stable,
+            };
+            files.extend(match per_turn_out {
+                Some(out) => apply_files(&plugin.id, per_turn, out, run),
+                None => per_turn,
             });
-            let Outcome { result, logs, elapsed } = match keys.and_then(|k| self.remembered(k)) {
-                Some(hit) => hit,
-                None => {
-                    let raw = raw_files(&seen);
-                    let request = Request::Bootstrap(with_config(ctx, plugin), raw);
-                    let clock = if split { Duration::ZERO } else { now };
-                    let outcome =
-                        self.run_jobs(vec![(plugin, ready, clock, request)], tokenizer, &mut || {})?.remove(0);
-                    self.remember(keys, outcome)
-                }
-            };
-            let checked = match result {
-                Ok(Response::Bootstrap(out)) => hooks::validate_files(out, plugin.caps)
-                    .and_then(|out| if split { only_stable_files(out) } else { Ok(out) })
-                    .map_err(|e| Failure::Host(format!("returned invalid files: {e}"))),
-                Ok(_) => Err(Failure::Host("answered with the wrong hook".into())),
-                Err(f) => Err(f),
-            };
-            run.record(plugin, &logs, elapsed, checked.as_ref().err());
-            files = match checked {
-                Ok(out) => apply_files(&plugin.id, seen, out, run),
-                Err(f) => {
-                    run.fail(plugin, "agent:bootstrap", &f, "its change to the bootstrap files was discarded")?;
-                    seen
-                }
-            };
-            if !passing.is_empty() {
-                files.extend(passing);
-                files.sort_by(|a, b| load_order(&a.name).cmp(&load_order(&b.name)));
-            }
+            files.sort_by(|a, b| load_order(&a.name).cmp(&load_order(&b.name)));
         }
         Ok(files)
+    }
+
+    /// One bootstrap call seeing `seen` and what `sees` says of the turn:
+    /// the files of its half it returned (the stable ones for
+    /// [`Sees::Stable`], the per-turn ones otherwise), or `None` when it
+    /// failed (recorded, and `Err` when the plugin is required).
+    fn run_bootstrap_half(
+        &self,
+        half: &BootstrapHalf<'_>,
+        seen: &[BootstrapFile],
+        sees: Sees,
+        run: &mut BuildRun,
+    ) -> Result<Option<Vec<RawFile>>, ProemError> {
+        let BootstrapHalf { plugin, ready, contexts, tokenizer, memo } = *half;
+        let stable_only = sees == Sees::Stable;
+        // A 0.1 hook's halves are told apart in the memo; a 0.2 hook has one.
+        let hook = if stable_only { "agent:bootstrap" } else { "agent:bootstrap/turn" };
+        let keys = memo.zip(contexts.hash(sees)).map(|(memo, context)| {
+            let key = call_key(plugin, hook, context, Some(bootstrap::files_hash(seen.iter())), tokenizer);
+            // A stable call sees no clock: its answer is kept on disk.
+            self.call_keys(plugin, ready, key, stable_only, memo)
+        });
+        let Outcome { result, logs, elapsed } = match keys.and_then(|k| self.remembered(k)) {
+            Some(hit) => hit,
+            None => {
+                let request = Request::Bootstrap(with_config(contexts.context(sees), plugin), raw_files(seen));
+                let outcome = self.run_jobs(vec![(plugin, ready, sees, request)], tokenizer, &mut || {})?.remove(0);
+                self.remember(keys, outcome)
+            }
+        };
+        let checked = match result {
+            Ok(Response::Bootstrap(out)) => hooks::validate_files(out, plugin.caps)
+                .and_then(|out| files_of_half(out, sees, ready.splits_zones()))
+                .map_err(|e| Failure::Host(format!("returned invalid files: {e}"))),
+            Ok(_) => Err(Failure::Host("answered with the wrong hook".into())),
+            Err(f) => Err(f),
+        };
+        run.record(plugin, &logs, elapsed, checked.as_ref().err());
+        match checked {
+            Ok(out) => Ok(Some(out)),
+            Err(f) => {
+                run.fail(plugin, "agent:bootstrap", &f, "its change to the bootstrap files was discarded")?;
+                Ok(None)
+            }
+        }
     }
 
     /// Runs every plugin's section hooks concurrently (0.1: `sections` and
     /// `overlay`; 0.2: `stable` and `turn`) and returns their validated
     /// sections. `files` are the build's bootstrap files: a 0.2 `stable`
-    /// hook gets the stable ones, a `turn` hook the per-turn ones. A plugin
-    /// whose call fails or whose output is invalid contributes nothing to
-    /// this build. `meanwhile` runs on this thread while the calls run (not
-    /// at all when every answer came from the memo).
+    /// hook gets the stable ones, a `turn` hook the per-turn ones. A 0.1
+    /// hook, which may look at the turn, is called twice: seeing the stable
+    /// inputs only (a blank turn, [`Sees::Stable`]) for the sections and
+    /// prefix it puts above the cache boundary, and seeing the turn for
+    /// those below it; a plugin that uses no per-turn input answers both
+    /// the same, so its prompt is the same bytes. A plugin whose call fails
+    /// or whose output is invalid contributes nothing to this build.
+    /// `meanwhile` runs on this thread while the calls run (not at all when
+    /// every answer came from the memo).
     #[allow(clippy::too_many_arguments)]
     pub fn run_sections(
         &self,
@@ -473,6 +522,7 @@ impl PluginSet {
         memo: Option<MemoKeys>,
         meanwhile: &mut dyn FnMut(),
     ) -> Result<Vec<Section>, ProemError> {
+        use crate::section::Zone;
         let (stable_files, turn_files): (Vec<&BootstrapFile>, Vec<&BootstrapFile>) =
             files.iter().partition(|f| group_of(&f.name) != FileGroup::Dynamic);
         let mut jobs = Vec::new();
@@ -480,10 +530,7 @@ impl PluginSet {
         // The calls to make, and (slot in outcomes, keys) of each.
         let mut jobs_to_run: Vec<Job> = Vec::new();
         let mut pending: Vec<(usize, Option<CallKeys>)> = Vec::new();
-        let hashes = memo.map(|_| {
-            let stable = stable_context_hash(ctx);
-            (context_hash(ctx, stable), stable)
-        });
+        let contexts = Contexts::of(ctx, memo.is_some());
         // The files' part of every call key, hashed once per build, not per plugin.
         let files_hashes = memo.map(|_| {
             (bootstrap::files_hash(stable_files.iter().copied()), bootstrap::files_hash(turn_files.iter().copied()))
@@ -491,27 +538,17 @@ impl PluginSet {
         for plugin in &self.plugins {
             let Ok(ready) = &plugin.state else { continue };
             let info = &ready.info;
+            let sections = |c, _| Request::Sections(c);
+            let overlay = |c, _| Request::Overlay(c);
             let hooks = [
-                SectionHook {
-                    declared: info.sections,
-                    hook: "sections",
-                    stable_only: false,
-                    files: None,
-                    files_hash: None,
-                    request: |c, _| Request::Sections(c),
-                },
-                SectionHook {
-                    declared: info.overlay,
-                    hook: "overlay",
-                    stable_only: false,
-                    files: None,
-                    files_hash: None,
-                    request: |c, _| Request::Overlay(c),
-                },
+                SectionHook::of_0_1(info.sections, "sections", Zone::Stable, sections),
+                SectionHook::of_0_1(info.sections, "sections", Zone::Dynamic, sections),
+                SectionHook::of_0_1(info.overlay, "overlay", Zone::Stable, overlay),
+                SectionHook::of_0_1(info.overlay, "overlay", Zone::Dynamic, overlay),
                 SectionHook {
                     declared: info.stable,
                     hook: "stable",
-                    stable_only: true,
+                    zone: Zone::Stable,
                     files: Some(&stable_files),
                     files_hash: files_hashes.map(|h| h.0),
                     request: Request::Stable,
@@ -519,30 +556,30 @@ impl PluginSet {
                 SectionHook {
                     declared: info.turn,
                     hook: "turn",
-                    stable_only: false,
+                    zone: Zone::Dynamic,
                     files: Some(&turn_files),
                     files_hash: files_hashes.map(|h| h.1),
                     request: Request::Turn,
                 },
             ];
-            for SectionHook { hook, stable_only, files: seen, files_hash, request, .. } in
+            for SectionHook { hook, zone, files: seen, files_hash, request, .. } in
                 hooks.into_iter().filter(|h| h.declared)
             {
-                jobs.push((plugin, hook));
-                let keys = memo.zip(hashes).map(|(memo, (full, stable))| {
-                    let context = if stable_only { stable } else { full };
-                    let key = call_key(plugin, hook, context, files_hash, tokenizer);
-                    // Only a hook that sees no clock is kept on disk.
-                    self.call_keys(plugin, ready, key, stable_only, memo)
+                jobs.push((plugin, hook, zone));
+                // What goes above the boundary is made from stable inputs only.
+                let sees = if zone == Zone::Stable { Sees::Stable } else { Sees::Turn(now) };
+                let keys = memo.zip(contexts.hash(sees)).map(|(memo, context)| {
+                    let key = call_key(plugin, &hook_key(hook, zone), context, files_hash, tokenizer);
+                    // Only a call that sees no clock is kept on disk.
+                    self.call_keys(plugin, ready, key, sees == Sees::Stable, memo)
                 });
                 if let Some(hit) = keys.and_then(|k| self.remembered(k)) {
                     outcomes.push(Some(hit));
                     continue;
                 }
-                // A stable hook sees no clock: WASI's wall clock reads 1970.
-                let clock = if stable_only { Duration::ZERO } else { now };
-                let request = request(with_config(ctx, plugin), raw_files(seen.unwrap_or_default().iter().copied()));
-                jobs_to_run.push((plugin, ready, clock, request));
+                let context = with_config(contexts.context(sees), plugin);
+                let request = request(context, raw_files(seen.unwrap_or_default().iter().copied()));
+                jobs_to_run.push((plugin, ready, sees, request));
                 pending.push((outcomes.len(), keys));
                 outcomes.push(None);
             }
@@ -555,7 +592,7 @@ impl PluginSet {
         }
         let counter = crate::tokens::shared_counter(tokenizer);
         let mut sections = Vec::new();
-        for ((plugin, hook), outcome) in jobs.into_iter().zip(outcomes.into_iter().flatten()) {
+        for ((plugin, hook, zone), outcome) in jobs.into_iter().zip(outcomes.into_iter().flatten()) {
             let Outcome { result, logs, elapsed } = outcome;
             let invalid = |why: String| Failure::Host(format!("returned invalid output: {why}"));
             let mut notes = Vec::new();
@@ -568,8 +605,6 @@ impl PluginSet {
                     hooks::validate_overlay(&plugin.id, raw, plugin.caps, &mut notes).map_err(invalid)
                 }
                 Ok(Response::Contribution(raw, ends)) => {
-                    let zone =
-                        if hook == "stable" { crate::section::Zone::Stable } else { crate::section::Zone::Dynamic };
                     hooks::validate_contribution(&plugin.id, zone, raw, ends, plugin.caps, counter, &mut notes)
                         .map(|(sections, capped)| {
                             run.capped.extend(capped);
@@ -580,8 +615,13 @@ impl PluginSet {
                 Ok(_) => Err(invalid("answered with the wrong hook".into())),
                 Err(f) => Err(f),
             };
+            // Each half of a 0.1 hook keeps the sections of its zone.
+            let checked = checked.map(|mut good| {
+                good.retain(|s| s.zone == zone);
+                good
+            });
             run.record(plugin, &logs, elapsed, checked.as_ref().err());
-            run.diagnostics.append(&mut notes);
+            run.note(notes);
             match checked {
                 Ok(mut good) => sections.append(&mut good),
                 Err(f) => run.fail(plugin, hook, &f, "it was left out of this build")?,
@@ -592,9 +632,9 @@ impl PluginSet {
     }
 }
 
-/// One call to make: the plugin, its loaded state, the clock it sees and
-/// its request.
-type Job<'p> = (&'p LoadedPlugin, &'p Ready, Duration, Request);
+/// One call to make: the plugin, its loaded state, what it sees of the turn
+/// and its request.
+type Job<'p> = (&'p LoadedPlugin, &'p Ready, Sees, Request);
 
 impl PluginSet {
     /// Makes `jobs` concurrently and returns their outcomes in order,
@@ -613,8 +653,8 @@ impl PluginSet {
         link_all(jobs.iter().map(|job| job.1));
         let calls = jobs
             .into_iter()
-            .map(|(plugin, ready, clock, request)| {
-                plugin.call(&ready.code, &self.agent_dir, clock, tokenizer, plugin.deadline, request)
+            .map(|(plugin, ready, sees, request)| {
+                plugin.call_seeing(&ready.code, &self.agent_dir, sees, tokenizer, plugin.deadline, request)
             })
             .collect();
         Ok(self.runtime.run(calls, meanwhile))
@@ -790,15 +830,31 @@ struct SectionHook<'a> {
     declared: bool,
     /// Its name.
     hook: &'static str,
-    /// Whether it sees stable inputs only (0.2 `stable`): memoised by them,
-    /// and called with no clock.
-    stable_only: bool,
+    /// The zone of what it contributes: a 0.2 hook's own; each half of a
+    /// 0.1 hook keeps the sections of its zone. A stable call sees the
+    /// stable inputs only ([`Sees::Stable`]).
+    zone: crate::section::Zone,
     /// The bootstrap files it sees, if any.
     files: Option<&'a [&'a BootstrapFile]>,
     /// Their [`bootstrap::files_hash`] when the memo is on.
     files_hash: Option<u128>,
     /// Its request.
     request: MakeRequest,
+}
+
+impl SectionHook<'_> {
+    /// One half of a 0.1 hook (it sees no files).
+    fn of_0_1(declared: bool, hook: &'static str, zone: crate::section::Zone, request: MakeRequest) -> Self {
+        SectionHook { declared, hook, zone, files: None, files_hash: None, request }
+    }
+}
+
+/// A hook's name in memo keys: a 0.1 hook's halves are two calls.
+fn hook_key(hook: &'static str, zone: crate::section::Zone) -> Cow<'static, str> {
+    match (hook, zone) {
+        ("sections" | "overlay", crate::section::Zone::Dynamic) => Cow::Owned(format!("{hook}/turn")),
+        _ => Cow::Borrowed(hook),
+    }
 }
 
 fn raw_files<'f>(files: impl IntoIterator<Item = &'f BootstrapFile>) -> Vec<RawFile> {
@@ -815,6 +871,81 @@ fn only_stable_files(files: Vec<RawFile>) -> Result<Vec<RawFile>, String> {
             f.name
         )),
         None => Ok(files),
+    }
+}
+
+/// The files a bootstrap call decides: a 0.2 hook's (stable files only,
+/// see [`only_stable_files`]), or those of a 0.1 hook's half: its stable
+/// half's stable files, its per-turn half's per-turn files (what each half
+/// returns of the other's files is left to the other).
+fn files_of_half(files: Vec<RawFile>, sees: Sees, splits_zones: bool) -> Result<Vec<RawFile>, String> {
+    if splits_zones {
+        return only_stable_files(files);
+    }
+    let stable_half = sees == Sees::Stable;
+    Ok(files.into_iter().filter(|f| (group_of(&f.name) != FileGroup::Dynamic) == stable_half).collect())
+}
+
+/// What a bootstrap call is made with, for both halves of a 0.1 hook.
+#[derive(Clone, Copy)]
+struct BootstrapHalf<'a> {
+    plugin: &'a LoadedPlugin,
+    ready: &'a Ready,
+    contexts: &'a Contexts<'a>,
+    tokenizer: Tokenizer,
+    memo: Option<MemoKeys>,
+}
+
+/// The build context as each kind of call sees it, and (when the memo is
+/// on) their hashes, made once per build.
+struct Contexts<'c> {
+    turn: &'c BuildContext,
+    stable: BuildContext,
+    /// ([`context_hash`], [`stable_context_hash`]).
+    hashes: Option<(u128, u128)>,
+}
+
+impl<'c> Contexts<'c> {
+    fn of(turn: &'c BuildContext, memo: bool) -> Contexts<'c> {
+        let hashes = memo.then(|| {
+            let stable = stable_context_hash(turn);
+            (context_hash(turn, stable), stable)
+        });
+        Contexts { turn, stable: blank_turn(turn), hashes }
+    }
+
+    /// The context a call seeing `sees` gets.
+    fn context(&self, sees: Sees) -> &BuildContext {
+        match sees {
+            Sees::Stable => &self.stable,
+            Sees::Turn(_) => self.turn,
+        }
+    }
+
+    /// Its part of the call's memo key.
+    fn hash(&self, sees: Sees) -> Option<u128> {
+        self.hashes.map(|(full, stable)| if sees == Sees::Stable { stable } else { full })
+    }
+}
+
+/// The time a stable call sees: what WASI's clock reads in it.
+const BLANK_NOW: &str = "1970-01-01T00:00:00Z";
+
+/// The build context of a call that sees the stable inputs only: every
+/// per-turn input blank (no channel, chat kind, group title or extra
+/// prompt; the time [`BLANK_NOW`] in UTC). 0.2 stable hooks never receive
+/// these fields; a 0.1 hook's stable half receives them blank.
+fn blank_turn(ctx: &BuildContext) -> BuildContext {
+    BuildContext {
+        channel: None,
+        chat_kind: None,
+        group_title: None,
+        extra: None,
+        now: BLANK_NOW.into(),
+        timezone: "UTC".into(),
+        unix_seconds: 0,
+        utc_offset_seconds: 0,
+        ..ctx.clone()
     }
 }
 
@@ -979,39 +1110,121 @@ fn describe_key(answers: &Answers, wasm: &Wasm) -> u128 {
     })
 }
 
+/// The distinct binaries of `prepared` in first-use order, and for each
+/// entry the index of its binary (`None` when it has no bytes).
+fn distinct_binaries(prepared: &[(LoadedPlugin, Result<Wasm, String>)]) -> (Vec<&Wasm>, Vec<Option<usize>>) {
+    let mut binaries: Vec<&Wasm> = Vec::new();
+    let mut first_use: HashMap<&str, usize> = HashMap::new();
+    let binary_of = prepared
+        .iter()
+        .map(|(_, wasm)| {
+            let wasm = wasm.as_ref().ok()?;
+            Some(*first_use.entry(wasm.identity.as_str()).or_insert_with(|| {
+                binaries.push(wasm);
+                binaries.len() - 1
+            }))
+        })
+        .collect();
+    (binaries, binary_of)
+}
+
+/// Each binary ready to run, or why not: what `describe` said about it
+/// from disk when a process of this proem asked it before (then nothing is
+/// compiled now), else checked, compiled and described, in parallel (cold
+/// compiles are the slow part of a first run).
+fn open_binaries(
+    binaries: &[&Wasm],
+    cache_dir: Option<&Arc<CacheDir>>,
+    agent_dir: &Path,
+    answers: Option<&Answers>,
+    runtime: &'static dyn Runtime,
+) -> Result<Vec<Result<Ready, String>>, ProemError> {
+    let mut states: Vec<Option<Result<Ready, String>>> = binaries
+        .iter()
+        .map(|wasm| {
+            let answers = answers?;
+            let described: Described = answers.get(describe_key(answers, wasm))?;
+            Some(Ok(ready(described, wasm, cache_dir, runtime)))
+        })
+        .collect();
+    if states.iter().any(Option::is_none) && !runtime.runs_code() {
+        return Err(ProemError::PluginCodeNeeded);
+    }
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = binaries
+            .iter()
+            .zip(&states)
+            .filter(|(_, state)| state.is_none())
+            .map(|(wasm, _)| scope.spawn(move || open(wasm, cache_dir, agent_dir, answers, runtime)))
+            .collect();
+        let mut handles = handles.into_iter();
+        for state in states.iter_mut().filter(|s| s.is_none()) {
+            let handle = handles.next().expect("one thread per binary to open");
+            *state = Some(handle.join().unwrap_or_else(|_| Err("the loader thread panicked".into())));
+        }
+    });
+    Ok(states.into_iter().map(|state| state.expect("every binary opened")).collect())
+}
+
 /// A plugin ready to run, from what `describe` said; compiled when a call
 /// needs it.
-fn ready(described: Described, wasm: &Wasm, cache_dir: Option<&Path>, runtime: &'static dyn Runtime) -> Ready {
+fn ready(described: Described, wasm: &Wasm, cache_dir: Option<&Arc<CacheDir>>, runtime: &'static dyn Runtime) -> Ready {
     Ready { info: described.info, code: Arc::new(code(described.api, wasm, cache_dir, runtime)) }
 }
 
 /// A binary's code, not compiled yet.
-fn code(api: String, wasm: &Wasm, cache_dir: Option<&Path>, runtime: &'static dyn Runtime) -> Code {
+fn code(api: String, wasm: &Wasm, cache_dir: Option<&Arc<CacheDir>>, runtime: &'static dyn Runtime) -> Code {
     Code {
         api,
         wasm: Wasm { bytes: wasm.bytes.clone(), identity: wasm.identity.clone() },
-        cache_dir: cache_dir.map(Path::to_path_buf),
+        cache_dir: cache_dir.cloned(),
         runtime,
         linked: OnceLock::new(),
     }
 }
 
-/// Checks, compiles (or loads from cache), pre-instantiates and describes,
-/// keeping what `describe` said in `answers`.
+/// The name `describe`'s sandbox runs under: it seeds the call's
+/// randomness (and tags its log lines) in place of the plugin id.
+const DESCRIBE_SANDBOX: &str = "describe";
+
+/// Calls `describe` in a sandbox that depends on nothing an entry
+/// configures: no grant, the clock at 0, randomness seeded from
+/// [`DESCRIBE_SANDBOX`] rather than the id, the default memory cap and
+/// output caps, and [`DESCRIBE_DEADLINE`]. What a plugin says about itself
+/// is then a function of its binary alone, so it is asked once per binary
+/// and kept on disk by the binary only: the same answer under any id,
+/// config, grant or limit, cached or not.
+fn describe(code: &Code, agent_dir: &Path) -> PendingCall {
+    let sandbox = Sandbox {
+        plugin: DESCRIBE_SANDBOX.into(),
+        grants: Grants::default(),
+        agent_dir: agent_dir.to_path_buf(),
+        memory_bytes: DEFAULT_MEMORY_MIB as usize * 1024 * 1024,
+        now: Duration::ZERO,
+        tokenizer: Tokenizer::O200kBase,
+        // No grant: describe sees no workspace at all.
+        view: View::Stable,
+    };
+    let caps = OutputCaps { max_bytes: DEFAULT_OUTPUT_KIB as usize * 1024, max_items: hooks::MAX_ITEMS };
+    match code.linked() {
+        Ok(linked) => linked.call(sandbox, CallLimits::for_plugin(DESCRIBE_DEADLINE, caps), Request::Info),
+        Err(e) => Box::pin(std::future::ready(Outcome::host_failure(e))),
+    }
+}
+
+/// Checks, compiles (or loads from cache), pre-instantiates and describes
+/// a binary, keeping what `describe` said in `answers`.
 fn open(
-    plugin: &LoadedPlugin,
     wasm: &Wasm,
-    cache_dir: Option<&Path>,
+    cache_dir: Option<&Arc<CacheDir>>,
     agent_dir: &Path,
     answers: Option<&Answers>,
     runtime: &'static dyn Runtime,
 ) -> Result<Ready, String> {
     let api = runtime.check(&wasm.bytes)?;
     let code = code(api.clone(), wasm, cache_dir, runtime);
-    let _ = code.linked.set(Ok(runtime.link(&wasm.bytes, &api, cache_dir)?));
-    let describe =
-        plugin.call(&code, agent_dir, Duration::ZERO, Tokenizer::O200kBase, DESCRIBE_DEADLINE, Request::Info);
-    let outcome = runtime.run(vec![describe], &mut || {}).remove(0);
+    let _ = code.linked.set(Ok(runtime.link(&wasm.bytes, &api, cache_dir.map(|d| &**d))?));
+    let outcome = runtime.run(vec![describe(&code, agent_dir)], &mut || {}).remove(0);
     let info = match outcome.result {
         Ok(Response::Info(info)) => info,
         Ok(_) => return Err("describe answered with the wrong hook".into()),
