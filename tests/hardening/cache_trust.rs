@@ -8,7 +8,6 @@
 use crate::common::*;
 use proem_core::cache_dir::CacheDir;
 use proem_core::plugin::answers::Answers;
-use proem_core::plugin::PluginSet;
 use std::ffi::OsStr;
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
