@@ -5,6 +5,7 @@
 
 import assert from "node:assert/strict";
 import net from "node:net";
+import { gzipSync } from "node:zlib";
 import { afterEach, test } from "node:test";
 
 import { Client, ProemError } from "@proem/client";
@@ -164,6 +165,17 @@ test("a body over the cap is refused", async () => {
   const { error: declaredError, ms } = await timed(new Client(declared.url).build("a"));
   assert.match(declaredError.detail, /declares/);
   assert.ok(ms < 3000);
+});
+
+test("a compressed body is capped by its decoded size", async () => {
+  // fetch decodes gzip on its own: 64 MiB of zeros in 64 KiB on the wire.
+  const bomb = gzipSync(Buffer.alloc(64 << 20));
+  const server = await hostile((socket) =>
+    respond(socket, "200 OK", { "Content-Type": "text/plain", "Content-Encoding": "gzip" }, bomb),
+  );
+  const { error } = await timed(new Client(server.url, { maxResponseBytes: 1 << 20 }).build("a"));
+  assert.ok(bomb.length < 1 << 20);
+  assert.ok(error instanceof ProemError && error.type === "urn:proem:client:too-large", String(error));
 });
 
 test("a redirect is not followed", async () => {
