@@ -228,3 +228,32 @@ def test_the_async_client_gives_up_at_once_and_cancels_at_once(hostile):
     gave_up, cancelled = asyncio.run(main())
     assert gave_up < 3 and cancelled < 1
     assert len(near.requests) == 1
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"timeout": 0},
+        {"timeout": 1e12},
+        {"timeout": float("nan")},
+        {"retry_budget": float("inf")},
+        {"retry_budget": -1},
+        {"retries": -1},
+        {"max_response_bytes": 0},
+        {"token": "a\r\nX-Evil: 1"},
+    ],
+)
+def test_options_out_of_range_are_refused_when_the_client_is_made(options):
+    # A timer past the platform's range would fail mid-call (socket
+    # timeouts overflow time_t); a token with a line break would forge
+    # a header.
+    with pytest.raises(ValueError):
+        Client("http://127.0.0.1:7878", **options)
+    with pytest.raises(ValueError):
+        AsyncClient("http://127.0.0.1:7878", **options)
+
+
+@pytest.mark.parametrize("base_url", ["127.0.0.1:7878", "ftp://h", "http://", "http://h:99999", "http://u:p@h", "http://h/?q=1"])
+def test_a_base_url_that_is_not_a_server_address_is_refused(base_url):
+    with pytest.raises(ValueError):
+        Client(base_url)

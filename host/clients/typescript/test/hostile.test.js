@@ -67,11 +67,18 @@ test("a Retry-After past the budget ends the call at once", async () => {
   assert.ok(ms < 3000, `waited ${ms} ms`);
 });
 
-test("a huge budget is refused rather than overflowing the timer", () => {
+test("options out of range are refused when the client is made", () => {
   // setTimeout fires at once past 2^31-1 ms: a budget that could ask for
   // such a wait is refused when the client is made.
   assert.throws(() => new Client("http://127.0.0.1:1", { retryBudgetMs: 2 ** 31 }), RangeError);
   assert.throws(() => new Client("http://127.0.0.1:1", { timeoutMs: Infinity }), RangeError);
+  assert.throws(() => new Client("http://127.0.0.1:1", { retries: -1 }), RangeError);
+  assert.throws(() => new Client("http://127.0.0.1:1", { maxResponseBytes: 0 }), RangeError);
+  // A token with a line break would forge a header.
+  assert.throws(() => new Client("http://127.0.0.1:1", { token: "a\r\nX-Evil: 1" }), TypeError);
+  for (const baseUrl of ["127.0.0.1:7878", "ftp://h", "http://", "http://u:p@h", "http://h/?q=1"]) {
+    assert.throws(() => new Client(baseUrl), TypeError, baseUrl);
+  }
 });
 
 test("a huge Retry-After number is a give-up, not an overflow", async () => {

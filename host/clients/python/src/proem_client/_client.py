@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Literal, Optional, Union, overload
 from . import _errors, _http, _retry
 from ._errors import ProemError
 from ._http import Response
-from ._retry import Attempts, RetryPolicy
+from ._retry import MAX_SECONDS, Attempts, RetryPolicy
 from ._types import Agent, AgentSummary, Build, Inspection, agent_list
 
 __version__ = "0.2.0"
@@ -45,8 +45,8 @@ class _Api:
         max_response_bytes: int,
     ) -> None:
         _http.split_base_url(base_url)  # a bad address fails here, not at the first call
-        if not isinstance(timeout, (int, float)) or not timeout > 0 or timeout != timeout:
-            raise ValueError(f"timeout must be a number of seconds > 0, not {timeout!r}")
+        if not isinstance(timeout, (int, float)) or not 0 < timeout <= MAX_SECONDS:
+            raise ValueError(f"timeout must be a number of seconds above 0, at most {MAX_SECONDS}, not {timeout!r}")
         if not isinstance(max_response_bytes, int) or max_response_bytes < 1:
             raise ValueError(f"max_response_bytes must be a whole number ≥ 1, not {max_response_bytes!r}")
         if token is not None and (not token or any(c in token for c in "\r\n")):

@@ -25,6 +25,11 @@ from ._http import Response
 #: Statuses that say "come back later".
 RETRY_STATUSES = (429, 503)
 
+#: The longest time a client option may name, in seconds: 2^31−1 ms (24.8
+#: days), the longest timer Node keeps, so both packages take the same
+#: values (a socket refuses a timeout past its platform's time_t anyway).
+MAX_SECONDS = 2147483.647
+
 
 @dataclass(frozen=True)
 class RetryPolicy:
@@ -45,8 +50,8 @@ class RetryPolicy:
             raise ValueError(f"retries must be a whole number ≥ 0, not {self.retries!r}")
         for name in ("retry_budget", "backoff", "max_backoff"):
             value = getattr(self, name)
-            if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-                raise ValueError(f"{name} must be a finite number of seconds ≥ 0, not {value!r}")
+            if not isinstance(value, (int, float)) or not 0 <= value <= MAX_SECONDS:
+                raise ValueError(f"{name} must be a number of seconds from 0 to {MAX_SECONDS}, not {value!r}")
 
 
 def parse_retry_after(value: Optional[str], now: float) -> Optional[float]:
