@@ -29,42 +29,53 @@ node_major="$(node -p 'process.versions.node.split(".")[0]')"
 rm -rf "$work/py" "$work/node"
 mkdir -p "$work/py/tmp" "$work/node/app/test" "$work/node/tmp" "$work/ts-tools"
 export PROEM_BIN="$bin" PROEM_REPO="$root"
-started=$SECONDS
 
-# ---------------------------------------------------------------- Python
-# pip builds in the folder it installs from, so it gets a copy: the
-# repository stays as it was.
-cp -r "$root/host/clients/python" "$work/py/src"
-rm -rf "$work/py/src/build" "$work/py/src"/src/*.egg-info
-python3 -m venv "$work/py/venv"
-py="$work/py/venv/bin/python"
-# The fresh environment has no pytest: one pip run installs both.
-"$py" -m pip install --quiet --disable-pip-version-check "$work/py/src" pytest \
-    || fail "pip could not install host/clients/python and pytest (it needs PyPI for pytest and the setuptools build backend)"
-set +e
-PYTHONDONTWRITEBYTECODE=1 "$py" -m pytest -q -p no:cacheprovider --basetemp "$work/py/tmp" \
-    "$root/host/clients/python/tests" 2>&1 | tee "$work/py/log"
-py_status=${PIPESTATUS[0]}
-set -e
-echo "clients: python took $((SECONDS - started)) s"
+# The two packages are tested at the same time (each mostly waits: on pip,
+# npm, its servers), each into its own log, printed when both are done.
+python_tests() {
+    local started=$SECONDS py="$work/py/venv/bin/python"
+    # pip builds in the folder it installs from, so it gets a copy: the
+    # repository stays as it was.
+    cp -r "$root/host/clients/python" "$work/py/src"
+    rm -rf "$work/py/src/build" "$work/py/src"/src/*.egg-info
+    python3 -m venv "$work/py/venv" || fail "python3 -m venv failed (Debian: apt-get install python3-venv)"
+    # The fresh environment has no pytest: one pip run installs both.
+    "$py" -m pip install --quiet --disable-pip-version-check "$work/py/src" pytest \
+        || fail "pip could not install host/clients/python and pytest (it needs PyPI for pytest and the setuptools build backend)"
+    local status=0
+    PYTHONDONTWRITEBYTECODE=1 "$py" -m pytest -q -p no:cacheprovider --basetemp "$work/py/tmp" \
+        "$root/host/clients/python/tests" || status=$?
+    echo "clients: python took $((SECONDS - started)) s"
+    return $status
+}
 
-# ---------------------------------------------------------------- Node
-started=$SECONDS
-tarball="$(cd "$work/node" && npm pack --silent "$root/host/clients/typescript")"
-cd "$work/node/app"
-echo '{"private": true, "type": "module"}' > package.json
-npm install --silent --no-audit --no-fund "../$tarball"
-cp "$root"/host/clients/typescript/test/*.js test/
-# The type checker and Node 22's type stripper, pinned; kept between runs.
-(cd "$work/ts-tools" && { [ -f package.json ] || echo '{"private": true}' > package.json; } \
-    && npm install --silent --no-audit --no-fund typescript@7.0.2 amaro@0.1.9 @types/node@20) \
-    || fail "npm could not install typescript, amaro and @types/node for the type tests"
-set +e
-PROEM_TS_TOOLS="$work/ts-tools" PROEM_TMP="$work/node/tmp" \
-    node --test --test-reporter=spec test/*.test.js 2>&1 | tee "$work/node/log"
-node_status=${PIPESTATUS[0]}
-set -e
-echo "clients: node took $((SECONDS - started)) s"
+node_tests() {
+    local started=$SECONDS tarball
+    tarball="$(cd "$work/node" && npm pack --silent "$root/host/clients/typescript")"
+    cd "$work/node/app"
+    echo '{"private": true, "type": "module"}' > package.json
+    npm install --silent --no-audit --no-fund "../$tarball" || fail "npm could not install $tarball"
+    cp "$root"/host/clients/typescript/test/*.js test/
+    # The type checker and Node 22's type stripper, pinned; kept between runs.
+    (cd "$work/ts-tools" && { [ -f package.json ] || echo '{"private": true}' > package.json; } \
+        && npm install --silent --no-audit --no-fund typescript@7.0.2 amaro@0.1.9 @types/node@20) \
+        || fail "npm could not install typescript, amaro and @types/node for the type tests"
+    local status=0
+    PROEM_TS_TOOLS="$work/ts-tools" PROEM_TMP="$work/node/tmp" \
+        node --test --test-reporter=spec test/*.test.js || status=$?
+    echo "clients: node took $((SECONDS - started)) s"
+    return $status
+}
+
+python_tests > "$work/py/log" 2>&1 &
+py_pid=$!
+node_tests > "$work/node/log" 2>&1 &
+node_pid=$!
+py_status=0
+node_status=0
+wait "$py_pid" || py_status=$?
+wait "$node_pid" || node_status=$?
+cat "$work/py/log" "$work/node/log"
 
 # ---------------------------------------------------------------- summary
 count() { grep -Eo "$2" "$1" | tail -1 | grep -Eo '[0-9]+' || echo 0; }

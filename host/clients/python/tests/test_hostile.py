@@ -113,7 +113,7 @@ def test_a_server_that_never_answers_costs_one_timeout(hostile):
     error, elapsed = timed(lambda: Client(server.url, timeout=0.5, retries=3).build("a"))
     assert isinstance(error, ProemError) and error.type == "urn:proem:client:timeout" and error.status is None
     assert len(server.requests) == 1, "a timeout is not retried"
-    assert 0.5 <= elapsed < 3
+    assert 0.45 <= elapsed < 3  # timers may fire a little early
 
 
 def test_a_server_that_drips_its_headers_is_cut_off_at_the_timeout(hostile):
