@@ -1,5 +1,10 @@
 // Package proem is a proem client for Go (standard library only).
 //
+// An example, not a maintained package: it reads whole bodies and does not
+// retry. The maintained clients are the Python and npm packages in
+// host/clients, whose bounds (timeouts, a body cap, Retry-After within a
+// budget, no redirects) a Go port should copy.
+//
 //	prompt, err := proem.Build(ctx, "http://127.0.0.1:7878", "marlow", proem.Turn{"channel": "telegram"})
 package proem
 
