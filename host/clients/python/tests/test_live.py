@@ -95,7 +95,10 @@ def test_a_failed_build_prints_proem_builds_error_line(server, cli, scratch, age
     got = python_cli([server, agent, *flags])
     assert (got.returncode, expected.returncode) == (1, 1)
     assert got.stdout == expected.stdout == b""
-    assert error_line(got.stderr) == error_line(expected.stderr)
+    # The service names files relative to the agent folder (it never
+    # prints its own paths); the CLI prints the path as given.
+    folder = str(dir_of(agent, scratch)).rstrip("/") + "/"
+    assert error_line(got.stderr) == error_line(expected.stderr).replace(folder, "")
 
 
 def test_the_json_format_is_a_typed_build(server, cli):
