@@ -87,7 +87,7 @@ fn heavy() -> (Agent, Turn) {
     }
     let turn = Turn {
         extra: Some("Context from the caller. ".repeat(200)),
-        tools: Some(tools(&["exec", "read", "write"])),
+        tools: Some(tools(&["exec", "read", "write"]).into()),
         ..turn()
     };
     (agent, turn)

@@ -23,7 +23,7 @@ fn prompt_is_stable_marker_dynamic() {
 #[test]
 fn per_turn_inputs_never_change_the_stable_part() {
     let agent = agent();
-    let tools = Some(tools(&["exec", "read"]));
+    let tools = Some(proem::Tools::from(tools(&["exec", "read"])));
     let base = agent.build(&Turn { tools: tools.clone(), ..turn() });
     let variants = vec![
         Turn { now: Some(parse_now("2031-02-03T04:05:06+09:00").unwrap()), ..turn() },
@@ -92,7 +92,7 @@ fn untrusted_inputs_cannot_forge_the_marker_or_close_wrappers() {
         chat_kind: Some(ChatKind::Group),
         group_title: Some(hostile.into()),
         owners: vec![hostile.into()],
-        tools: Some(tools(&[hostile])),
+        tools: Some(tools(&[hostile]).into()),
         ..turn()
     });
     let p = &built.prompt;

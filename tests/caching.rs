@@ -19,7 +19,7 @@ fn soul(built: &proem::Built) -> Option<&str> {
 fn an_unchanged_agent_is_served_from_the_memo_and_matches_an_uncached_build() {
     let agent = Agent::with_plugins(&(builtin("hardware-access", "") + &builtin("gpt5-overlay", "")));
     agent.skill("weather", "Forecasts");
-    let t = Turn { model: Some("gpt-5".into()), tools: Some(tools(&["gpio_write", "exec"])), ..turn() };
+    let t = Turn { model: Some("gpt-5".into()), tools: Some(tools(&["gpio_write", "exec"]).into()), ..turn() };
     let assembler = agent.assembler();
     let first = assembler.build(&t).unwrap();
     let second = assembler.build(&t).unwrap();
@@ -198,7 +198,7 @@ fn a_changed_plugin_or_config_shows_in_a_reopened_assembler() {
     // wasm's hash, so nothing of the old one is served.
     let hardware = proem_wasm::builtin::get("hardware-access").unwrap();
     agent.bytes("plugins/fixture.wasm", hardware);
-    let after = agent.assembler().build(&Turn { tools: Some(tools(&["gpio_write"])), ..turn() }).unwrap();
+    let after = agent.assembler().build(&Turn { tools: Some(tools(&["gpio_write"]).into()), ..turn() }).unwrap();
     assert!(!after.prompt.contains("version one") && after.prompt.contains("## Hardware Access"));
     // A config edit (the agent's name) in a new assembler.
     agent.config("[agent]\nid = \"testbot\"\nname = \"Renamed\"\n");
@@ -238,7 +238,7 @@ fn saved_token_counts_are_exact_for_a_new_process() {
 #[test]
 fn the_memoised_answer_never_outlives_a_file_change() {
     let agent = Agent::with_plugins(&builtin("hardware-access", ""));
-    let t = Turn { tools: Some(tools(&["gpio_write"])), ..turn() };
+    let t = Turn { tools: Some(tools(&["gpio_write"]).into()), ..turn() };
     let assembler = agent.assembler();
     assert!(assembler.memoised(&t).is_none(), "nothing built yet");
     let first = assembler.build(&t).unwrap();
@@ -455,7 +455,7 @@ proptest::proptest! {
         let agent = Agent::with_plugins(&(builtin("hardware-access", "")
             + &builtin("gpt5-overlay", &format!("config = {{ personality = \"{personality}\" }}"))));
         agent.file("SOUL.md", &format!("# Soul\n{soul}"));
-        let turn = Turn { tools: Some(tools(&names)), model: Some(model.to_string()), provider: Some("openai".into()), ..turn() };
+        let turn = Turn { tools: Some(tools(&names).into()), model: Some(model.to_string()), provider: Some("openai".into()), ..turn() };
         let mut uncached = agent.assembler();
         uncached.set_caching(Caching { plugin_outputs: false, builds: false, ..Caching::default() });
         let expected = uncached.build(&turn).unwrap();
@@ -573,12 +573,19 @@ fn change_one_field(turn: &mut Turn, field: u8, pick: usize) {
                 "web_fetch",
                 "cron_add",
             ];
-            turn.tools = (!pick.is_multiple_of(9))
-                .then(|| names.iter().enumerate().filter(|(i, _)| pick >> i & 1 == 1).map(|(_, n)| tool(n)).collect());
+            turn.tools = (!pick.is_multiple_of(9)).then(|| {
+                let list: Vec<proem::Tool> =
+                    names.iter().enumerate().filter(|(i, _)| pick >> i & 1 == 1).map(|(_, n)| tool(n)).collect();
+                list.into()
+            });
         }
         6 => {
             // The same tools described otherwise (names unchanged).
-            for t in turn.tools.iter_mut().flatten() {
+            let listed = match turn.tools.as_mut() {
+                Some(proem::Tools::List(list)) => list.as_mut_slice(),
+                _ => &mut [],
+            };
+            for t in listed {
                 t.description = format!("Does {} (take {}).", t.name, pick % 3);
                 t.parameters = Some(
                     serde_json::json!({"type": "object", "properties": {"n": {"type": "integer", "maximum": pick % 4}}}),

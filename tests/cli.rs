@@ -178,7 +178,6 @@ fn bad_paths_and_inputs_are_exit_1_with_a_message() {
         (vec!["build", "/no/such/agent"], "/no/such/agent: does not exist"),
         (vec!["build", dir, "--config", "/no/such.toml"], "/no/such.toml"),
         (vec!["build", dir, "--tools", "/no/tools.json"], "/no/tools.json"),
-        (vec!["build", dir, "--now", "tomorrow"], "--now"),
         (vec!["build", dir, "--timezone", "Mars/Base"], "--timezone"),
         (vec!["build", dir, "--budget", "3"], "over the budget"),
     ];
@@ -189,6 +188,11 @@ fn bad_paths_and_inputs_are_exit_1_with_a_message() {
         assert!(err.contains(needle) && err.starts_with("proem: error:"), "{args:?}: {err}");
         assert!(!err.contains("panicked"));
     }
+    // A flag's value that is not one the flag takes is a usage error, as
+    // for every flag (`--budget 0`, `--chat-kind crowd`): exit 2, naming it.
+    let out = proem(&["build", dir, "--now", "tomorrow"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--now") && stderr(&out).contains("RFC 3339"), "{}", stderr(&out));
     let file = agent.path().join("proem.toml");
     let out = proem(&["build", file.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));

@@ -51,7 +51,7 @@ fn official(id: &str, file: &str, from_fixture: bool, extra: &str) -> Agent {
 #[test]
 fn official_plugins_built_against_0_1_give_identical_bytes() {
     let turns = [
-        Turn { tools: Some(tools(&["gpio_write", "i2c_scan", "shell"])), ..turn() },
+        Turn { tools: Some(tools(&["gpio_write", "i2c_scan", "shell"]).into()), ..turn() },
         Turn { model: Some("openai/gpt-5.1".into()), provider: Some("openai".into()), ..turn() },
         Turn { model: Some("claude-sonnet-4".into()), channel: Some("telegram".into()), ..turn() },
     ];

@@ -8,7 +8,7 @@ use proem::{Assembler, Turn};
 
 /// A turn with hardware tools, so the hardware-access plugin has output.
 fn hw_turn() -> Turn {
-    Turn { tools: Some(tools(&["gpio_write", "shell"])), ..turn() }
+    Turn { tools: Some(tools(&["gpio_write", "shell"]).into()), ..turn() }
 }
 
 /// The prompt built with only the well-behaved plugin.

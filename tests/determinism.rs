@@ -32,9 +32,9 @@ fn every_permutation_of_tools_gives_the_same_prompt() {
     let perms = permutations(&base);
     assert_eq!(perms.len(), 720);
     let assembler = agent.assembler();
-    let first = assembler.build(&Turn { tools: Some(perms[0].clone()), ..turn() }).unwrap();
+    let first = assembler.build(&Turn { tools: Some(perms[0].clone().into()), ..turn() }).unwrap();
     for p in &perms[1..] {
-        let b = assembler.build(&Turn { tools: Some(p.clone()), ..turn() }).unwrap();
+        let b = assembler.build(&Turn { tools: Some(p.clone().into()), ..turn() }).unwrap();
         assert_eq!(b.prompt, first.prompt);
         assert_eq!(b.stable_hash, first.stable_hash);
     }

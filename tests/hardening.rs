@@ -761,7 +761,7 @@ fn a_section_that_takes_a_core_id_is_refused_and_files_keep_their_truth() {
 #[test]
 fn tool_names_differing_by_case_are_both_listed() {
     let agent = Agent::new();
-    let built = agent.build(&Turn { tools: Some(tools(&["read", "Read", "exec", "read"])), ..turn() });
+    let built = agent.build(&Turn { tools: Some(tools(&["read", "Read", "exec", "read"]).into()), ..turn() });
     assert!(built.prompt.contains("- Read") && built.prompt.contains("- read"), "{}", built.prompt);
     assert!(diagnostic(&built, "tool_duplicate").unwrap().contains("read"));
 }

@@ -224,16 +224,16 @@ fn ten_thousand_tools_and_names_differing_by_case() {
     list.push(tool("EXEC"));
     // The tool list is protected: under the default 24,000-token budget it
     // cannot fit, and the error says by how much.
-    let err = agent.assembler().build(&Turn { tools: Some(list.clone()), ..turn() }).unwrap_err().to_string();
+    let err = agent.assembler().build(&Turn { tools: Some(list.clone().into()), ..turn() }).unwrap_err().to_string();
     assert!(err.contains("over the budget"), "{err}");
-    let built = agent.build(&Turn { tools: Some(list.clone()), budget: Some(400_000), ..turn() });
+    let built = agent.build(&Turn { tools: Some(list.clone().into()), budget: Some(400_000), ..turn() });
     let tooling = built.stable.split("## Tooling").nth(1).unwrap().split("\n## ").next().unwrap();
     let exec_lines: Vec<&str> = tooling.lines().filter(|l| l.to_ascii_lowercase().contains("exec")).collect();
     assert_eq!(exec_lines.len(), 3, "names differing only by case are three tools: {exec_lines:?}");
     assert!(tooling.contains("tool_00000") && tooling.contains("tool_09999"));
     assert!(tooling.find("tool_00000").unwrap() < tooling.find("tool_09999").unwrap(), "sorted");
     list.reverse();
-    let reversed = agent.build(&Turn { tools: Some(list), budget: Some(400_000), ..turn() });
+    let reversed = agent.build(&Turn { tools: Some(list.into()), budget: Some(400_000), ..turn() });
     assert_eq!(reversed.prompt, built.prompt, "input order is irrelevant");
 }
 

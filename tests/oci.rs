@@ -113,7 +113,7 @@ fn a_plugin_pushed_to_a_registry_pulls_into_an_agent_pinned_and_runs() {
     assert!(toml.starts_with("[agent]\nid = \"puller\"\n"), "the operator's lines stay: {toml}");
     assert!(toml.contains(&format!("id = \"hw\"\npath = \"plugins/hw.wasm\"\nsha256 = \"{digest}\"")), "{toml}");
     assert_eq!(std::fs::read(agent.path().join("plugins/hw.wasm")).unwrap(), bytes);
-    let built = agent.build(&proem::Turn { tools: Some(tools(&["gpio_write"])), ..turn() });
+    let built = agent.build(&proem::Turn { tools: Some(tools(&["gpio_write"]).into()), ..turn() });
     assert_eq!(plugin_status(&built, "hw"), "ok", "{:?}", built.diagnostics);
     assert!(built.stable.contains("## Hardware Access"));
 

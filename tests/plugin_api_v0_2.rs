@@ -55,13 +55,13 @@ fn a_new_clock_channel_or_chat_never_runs_a_stable_hook_again() {
         builtin("steady", "").replace("builtin:steady", "builtin:hardware-access")
     ));
     let assembler = agent.assembler();
-    let gpio = || Turn { tools: Some(tools(&["gpio_write"])), ..turn() };
+    let gpio = || Turn { tools: Some(tools(&["gpio_write"]).into()), ..turn() };
     let first = assembler.build(&gpio()).unwrap();
     let ran = |b: &proem::Built| b.plugins.iter().find(|p| p.id == "steady").unwrap().elapsed_us;
     assert!(ran(&first) > 0, "the first build runs it");
     for (i, t) in [
-        Turn { tools: Some(tools(&["gpio_write"])), ..at("2026-11-21T09:31:00Z") },
-        Turn { tools: Some(tools(&["gpio_write"])), ..at("2027-03-01T00:00:00Z") },
+        Turn { tools: Some(tools(&["gpio_write"]).into()), ..at("2026-11-21T09:31:00Z") },
+        Turn { tools: Some(tools(&["gpio_write"]).into()), ..at("2027-03-01T00:00:00Z") },
         Turn { channel: Some("telegram".into()), ..gpio() },
         Turn { chat_kind: Some(proem_core::turn::ChatKind::Group), group_title: Some("Ops".into()), ..gpio() },
         Turn { extra: Some("Be brief today.".into()), ..gpio() },

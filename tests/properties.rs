@@ -110,8 +110,8 @@ fn agent(world: &World, skill_order: &[usize]) -> Agent {
 }
 
 fn gpt5(tools: &[String]) -> Turn {
-    let list = tools.iter().map(|n| tool(n)).collect();
-    Turn { model: Some("gpt-5".into()), tools: Some(list), ..turn() }
+    let list: Vec<proem::Tool> = tools.iter().map(|n| tool(n)).collect();
+    Turn { model: Some("gpt-5".into()), tools: Some(list.into()), ..turn() }
 }
 
 fn assert_one_marker(built: &proem::Built) {

@@ -17,7 +17,7 @@ fn everything() -> (Agent, Turn) {
         group_title: Some("Lab".into()),
         extra: Some("Be brief today.".into()),
         owners: vec!["owner-1".into()],
-        tools: Some(tools(&["exec", "sessions_spawn", "memory_search", "read", "mcp__github__create_issue"])),
+        tools: Some(tools(&["exec", "sessions_spawn", "memory_search", "read", "mcp__github__create_issue"]).into()),
         ..turn()
     };
     (agent, turn)
@@ -141,7 +141,7 @@ fn open_and_predefined_agents_wrap_files_differently() {
 fn tools_are_sorted_ignoring_case_and_kept_apart_by_case() {
     let agent = Agent::new();
     let built = agent.build(&Turn {
-        tools: Some(tools(&["Read", "read", "exec", "zz_custom", "aa_custom", "READ", "read"])),
+        tools: Some(tools(&["Read", "read", "exec", "zz_custom", "aa_custom", "READ", "read"]).into()),
         ..turn()
     });
     let start = built.stable.find("## Tooling").unwrap();

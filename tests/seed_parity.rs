@@ -28,7 +28,7 @@ fn none_mode_is_goclaws_none() {
     let built = agent.build(&Turn {
         mode: Some(Mode::None),
         extra: Some("Caller context.".into()),
-        tools: Some(tools(&["exec"])),
+        tools: Some(tools(&["exec"]).into()),
         ..turn()
     });
     assert_eq!(
@@ -300,7 +300,7 @@ fn the_budget_scales_with_the_context_window() {
 #[test]
 fn natively_sent_tool_schemas_are_counted() {
     let agent = Agent::new();
-    let with_tools = Turn { tools: Some(tools(&["exec", "read", "write"])), ..turn() };
+    let with_tools = Turn { tools: Some(tools(&["exec", "read", "write"]).into()), ..turn() };
     let native = agent.build(&with_tools);
     assert!(native.tokens.tool_schemas > 10, "{:?}", native.tokens);
     assert!(!native.prompt.contains("\"type\":\"function\""));
@@ -315,7 +315,7 @@ fn natively_sent_tool_schemas_are_counted() {
 #[test]
 fn alias_tools_can_be_left_out_of_the_list() {
     let agent = Agent::new();
-    let turn = Turn { tools: Some(tools(&["read", "Read", "Bash", "edit_file", "exec"])), ..turn() };
+    let turn = Turn { tools: Some(tools(&["read", "Read", "Bash", "edit_file", "exec"]).into()), ..turn() };
     let listed = |b: &Built| {
         let tooling = b.stable.split("## Tooling\n").nth(1).unwrap().split("\n\n").next().unwrap();
         tooling
@@ -337,9 +337,9 @@ fn alias_tools_can_be_left_out_of_the_list() {
 fn credentialed_cli_and_shell_deny_groups() {
     let agent = Agent::new();
     agent.config("[tools]\ncredentialed_cli = \"gh and aws are logged in as the team account.\"\nshell_deny_groups = [\"package_install\", \"network\"]\n");
-    let without = agent.build(&Turn { tools: Some(tools(&["read"])), ..turn() });
+    let without = agent.build(&Turn { tools: Some(tools(&["read"]).into()), ..turn() });
     assert!(!without.prompt.contains("## Shell"));
-    let built = agent.build(&Turn { tools: Some(tools(&["exec", "read"])), ..turn() });
+    let built = agent.build(&Turn { tools: Some(tools(&["exec", "read"]).into()), ..turn() });
     let shell = built.stable.split("## Shell\n").nth(1).unwrap().split("\n\n").next().unwrap();
     assert!(shell.starts_with("gh and aws are logged in as the team account."));
     assert!(shell.contains("blocked here: network, package_install. Do not run them, and do not work around the block"));
@@ -350,9 +350,12 @@ fn credentialed_cli_and_shell_deny_groups() {
 #[test]
 fn long_running_work_guidance_with_process_or_cron_tools() {
     let agent = Agent::new();
-    assert!(!agent.build(&Turn { tools: Some(tools(&["read"])), ..turn() }).prompt.contains("## Long-Running Work"));
+    assert!(!agent
+        .build(&Turn { tools: Some(tools(&["read"]).into()), ..turn() })
+        .prompt
+        .contains("## Long-Running Work"));
     for tool in ["exec", "process", "cron"] {
-        let built = agent.build(&Turn { tools: Some(tools(&[tool])), ..turn() });
+        let built = agent.build(&Turn { tools: Some(tools(&[tool]).into()), ..turn() });
         assert!(
             built.stable.contains("## Long-Running Work\nStart work that takes more than a minute in the background"),
             "{tool}"
@@ -366,7 +369,7 @@ fn long_running_work_guidance_with_process_or_cron_tools() {
 fn sandbox_details_and_docker_note() {
     let agent = Agent::new();
     agent.config("[sandbox]\nenabled = true\nworkdir = \"/work\"\nhost_path = \"/home/ines/agent\"\naccess = \"ro\"\nelevated_exec = true\n");
-    let turn = Turn { tools: Some(tools(&["exec"])), ..turn() };
+    let turn = Turn { tools: Some(tools(&["exec"]).into()), ..turn() };
     for mode in [Mode::Full, Mode::Task, Mode::Minimal] {
         let built = agent.build(&Turn { mode: Some(mode), ..turn.clone() });
         let sandbox = built.stable.split("## Sandbox\n").nth(1).unwrap_or_else(|| panic!("sandbox in {mode}"));
@@ -417,7 +420,7 @@ fn the_goclaw_preset() {
     assert_eq!(agent.assembler().config().budget.tokens(), 24_000);
     let none = agent.build(&Turn { mode: Some(Mode::None), ..turn() });
     assert_eq!(ids(&none), ["identity", "tooling", "safety", "workspace", "runtime"]);
-    let built = agent.build(&Turn { tools: Some(tools(&["Bash", "exec"])), ..turn() });
+    let built = agent.build(&Turn { tools: Some(tools(&["Bash", "exec"]).into()), ..turn() });
     assert!(!built.stable.contains("- Bash") && built.stable.contains("- exec"));
 }
 
@@ -479,16 +482,19 @@ fn mcp_tools_inline_or_as_a_search_hint() {
     let agent = Agent::new();
     let mut list = tools(&["read", "mcp__github__create_issue", "mcp__github__list_prs", "mcp_tool_search"]);
     list.push(proem::Tool { server: Some("linear".into()), ..tool("create_ticket") });
-    let built = agent.build(&Turn { tools: Some(list.clone()), ..turn() });
+    let built = agent.build(&Turn { tools: Some(list.clone().into()), ..turn() });
     let tooling = built.stable.split("## Tooling\n").nth(1).unwrap().split("\n\n").next().unwrap();
     assert!(!tooling.contains("mcp__github") && !tooling.contains("create_ticket") && tooling.contains("- read"));
     let mcp = built.stable.split("## MCP Tools\n").nth(1).unwrap().split("\n\n").next().unwrap();
     assert!(mcp.contains("- mcp__github__create_issue (github)") && mcp.contains("- create_ticket (linear)"), "{mcp}");
     // Task mode, or more tools than [tools] mcp_inline_max: how to find them.
-    let task = agent.build(&Turn { mode: Some(Mode::Task), tools: Some(list.clone()), ..turn() });
+    let task = agent.build(&Turn { mode: Some(Mode::Task), tools: Some(list.clone().into()), ..turn() });
     assert!(task.stable.contains("3 more tools come from MCP servers (github, linear). Use `mcp_tool_search` to find"));
     agent.config("[tools]\nmcp_inline_max = 2\n");
-    assert!(agent.build(&Turn { tools: Some(list), ..turn() }).stable.contains("3 more tools come from MCP servers"));
+    assert!(agent
+        .build(&Turn { tools: Some(list.into()), ..turn() })
+        .stable
+        .contains("3 more tools come from MCP servers"));
 }
 
 /// 000 §6.3-6.45 ("Team Shared Workspace", "Team Members", "Delegation
@@ -496,7 +502,7 @@ fn mcp_tools_inline_or_as_a_search_hint() {
 #[test]
 fn team_roster_workspace_and_delegation() {
     let agent = Agent::new();
-    let spawn = Turn { tools: Some(tools(&["sessions_spawn"])), ..turn() };
+    let spawn = Turn { tools: Some(tools(&["sessions_spawn"]).into()), ..turn() };
     assert!(agent.build(&spawn).dynamic.contains("## Sub-Agents"));
     agent.config("[team]\nworkspace = \"team\"\ndelegates = [\"writer\", \"researcher\"]\nmembers = [{ name = \"Ana\", role = \"design lead\" }, { name = \"Bo\", role = \"ops\" }]\n");
     agent.file("team/TEAM.md", "We ship on Fridays.");

@@ -14,9 +14,9 @@ use clap::{Args, Parser, Subcommand};
 use proem_core::bounds::{self, Bound};
 use proem_core::plugin::runtime::{AnswersOnly, Runtime};
 use proem_core::render::Format;
-use proem_core::request::{BuildRequest, ToolsInput};
-use proem_core::turn::load_tools_file;
-use proem_core::{Assembler, ChatKind, Mode, ProemError, Turn};
+use proem_core::request::BuildRequest;
+use proem_core::turn::{load_tools_file, Tools};
+use proem_core::{Assembler, ProemError, Turn};
 
 pub mod inspect;
 use std::path::{Path, PathBuf};
@@ -245,59 +245,9 @@ pub struct TurnArgs {
     /// Config file to use instead of AGENT_DIR/proem.toml.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Force a prompt mode (otherwise: session key, then config, then full).
-    #[arg(long, value_name = "MODE", value_parser = parse_mode)]
-    pub mode: Option<Mode>,
-    /// Session key; `…:heartbeat…` caps the mode at minimal, `…:subagent:…`
-    /// and `…:cron:…` at task and keep only the sub-agent file allowlist.
-    #[arg(long, value_name = "KEY")]
-    pub session_key: Option<String>,
-    /// This turn is a heartbeat (as a session key with a `heartbeat` segment
-    /// says too): HEARTBEAT.md and the heartbeat ack contract are included,
-    /// and the mode is capped at minimal.
-    #[arg(long)]
-    pub heartbeat: bool,
-    /// The runtime lets the agent stay silent this turn (group chats always
-    /// do): the prompt says which exact reply means "say nothing".
-    #[arg(long)]
-    pub replies_optional: bool,
-    /// The thinking (reasoning) level of this turn, for the runtime line
-    /// (overrides [runtime] thinking).
-    #[arg(long, value_name = "LEVEL")]
-    pub thinking: Option<String>,
-    /// Provider name (overrides [provider] name).
-    #[arg(long, value_name = "P")]
-    pub provider: Option<String>,
-    /// Model id (overrides [provider] model; picks the tokenizer).
-    #[arg(long, value_name = "M")]
-    pub model: Option<String>,
-    /// Channel the message came from (telegram, slack, …).
-    #[arg(long, value_name = "C")]
-    pub channel: Option<String>,
-    /// Direct message or group chat.
-    #[arg(long, value_name = "KIND", value_parser = ["direct", "group"])]
-    pub chat_kind: Option<String>,
-    /// Title of the group chat.
-    #[arg(long, value_name = "T")]
-    pub group_title: Option<String>,
-    /// Extra system prompt for this turn.
-    #[arg(long, value_name = "TEXT")]
-    pub extra: Option<String>,
-    /// An owner's sender id (repeat for several).
-    #[arg(long = "owner", value_name = "ID")]
-    pub owners: Vec<String>,
-    /// Tools JSON file: a list of {name, description, parameters} (overrides [tools] file).
-    #[arg(long, value_name = "FILE")]
-    pub tools: Option<PathBuf>,
-    /// The turn's time, RFC 3339 (default: now). Only the date reaches the prompt.
-    #[arg(long, value_name = "RFC3339")]
-    pub now: Option<String>,
-    /// IANA time zone for the date (default: UTC).
-    #[arg(long, value_name = "TZ")]
-    pub timezone: Option<String>,
-    /// Whole-prompt token budget (overrides [budget] tokens): 1 to 1,000,000,000.
-    #[arg(long, value_name = "TOKENS", value_parser = within(bounds::BUDGET_TOKENS))]
-    pub budget: Option<usize>,
+    /// The turn: the library's and the service's type, one flag per field.
+    #[command(flatten)]
+    pub turn: Turn,
 }
 
 /// A flag's parser: a whole number within `bound` (the error names the range).
@@ -308,10 +258,6 @@ fn within(bound: Bound) -> impl Fn(&str) -> Result<usize, String> + Clone + Send
 /// [`within`] for a `u64` flag.
 fn within_u64(bound: Bound) -> impl Fn(&str) -> Result<u64, String> + Clone + Send + Sync + 'static {
     move |text| bound.parse_u64(text)
-}
-
-fn parse_mode(s: &str) -> Result<Mode, String> {
-    s.parse()
 }
 
 /// The address `proem serve` listens on unless told otherwise: loopback only.
@@ -456,40 +402,22 @@ pub fn build_command(
     strict: bool,
     runtime: &'static dyn Runtime,
 ) -> Result<Output, ProemError> {
-    let request = BuildRequest { format: Some(format), strict, ..turn.request() };
+    let request = BuildRequest { turn: turn.turn()?, format: Some(format), strict };
     let assembler = Assembler::open_with(&turn.agent_dir, turn.config.as_deref(), runtime)?;
-    let (_, text) = proem_core::request::build(&assembler, &request, &turn.turn(&request)?)?;
+    let (_, text) = proem_core::request::build(&assembler, &request)?;
     Ok(text.into())
 }
 
 impl TurnArgs {
-    /// The flags as the request the service takes too.
-    pub fn request(&self) -> BuildRequest {
-        BuildRequest {
-            mode: self.mode,
-            session_key: self.session_key.clone(),
-            heartbeat: self.heartbeat,
-            replies_optional: self.replies_optional,
-            thinking: self.thinking.clone(),
-            provider: self.provider.clone(),
-            model: self.model.clone(),
-            channel: self.channel.clone(),
-            chat_kind: self.chat_kind.as_deref().map(|k| k.parse::<ChatKind>().expect("clap checked the value")),
-            group_title: self.group_title.clone(),
-            extra: self.extra.clone(),
-            owners: self.owners.clone(),
-            tools: self.tools.as_ref().map(|p| ToolsInput::File(p.display().to_string())),
-            now: self.now.clone(),
-            timezone: self.timezone.clone(),
-            budget: self.budget,
-            format: None,
-            strict: false,
+    /// The turn, with `--tools` read from its path (anywhere: the path is
+    /// the user's, unlike a tools file named in the service's body, which
+    /// stays inside the agent directory).
+    pub fn turn(&self) -> Result<Turn, ProemError> {
+        let mut turn = self.turn.clone();
+        if let Some(Tools::File(path)) = &turn.tools {
+            turn.tools = Some(Tools::List(load_tools_file(std::path::Path::new(path))?));
         }
-    }
-
-    /// The turn; `--tools` is a path (anywhere, as the user typed it).
-    pub fn turn(&self, request: &BuildRequest) -> Result<Turn, ProemError> {
-        request.turn(&|path| load_tools_file(std::path::Path::new(path)))
+        Ok(turn)
     }
 }
 

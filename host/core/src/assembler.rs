@@ -19,7 +19,7 @@ use crate::skills;
 use crate::sync::Lock;
 use crate::tokens::{shared_counter, TokenCounter, Tokenizer};
 use crate::tools;
-use crate::turn::{parse_tools, ChatKind, Turn};
+use crate::turn::{parse_tools, ChatKind, Tool, Tools, Turn};
 use crate::workspace::{Unavailable, Workspace};
 use crate::zone::Zone;
 use std::collections::HashMap;
@@ -184,6 +184,7 @@ impl Assembler {
     /// slot, replaced core sections reported, dropped first-among-optional
     /// when over budget, never protected.
     pub fn build_with(&self, turn: &Turn, contributed: &[Section]) -> Result<Built, ProemError> {
+        let turn = &*self.with_tools_read(turn)?;
         let now = turn.now.unwrap_or_else(|| chrono::Utc::now().fixed_offset());
         let memoised = self.caching.builds || self.caching.plugin_outputs;
         if !memoised {
@@ -203,7 +204,7 @@ impl Assembler {
         // that generation's check: the check comes first.
         let keys = refresh();
         let generation = keys.generation;
-        let tools_hash = turn.tools.as_deref().map(tools_hash);
+        let tools_hash = tool_list(turn).map(tools_hash);
         let key = self.build_key(turn, contributed, now, tools_hash)?;
         if let Some(built) = self.memo.lock().get(key) {
             return Ok(built.clone());
@@ -224,9 +225,25 @@ impl Assembler {
         if !self.caching.builds || !self.caching.file_events {
             return None;
         }
+        if matches!(turn.tools, Some(Tools::File(_))) {
+            return None;
+        }
         let now = turn.now.unwrap_or_else(|| chrono::Utc::now().fixed_offset());
-        let key = self.build_key(turn, &[], now, turn.tools.as_deref().map(tools_hash)).ok()?;
+        let key = self.build_key(turn, &[], now, tool_list(turn).map(tools_hash)).ok()?;
         self.memo.lock().peek(key).cloned()
+    }
+
+    /// `turn`, its tools read when it names a tools file (inside the agent
+    /// directory, like every workspace read), so that the rest of a build
+    /// sees a list.
+    fn with_tools_read<'t>(&self, turn: &'t Turn) -> Result<std::borrow::Cow<'t, Turn>, ProemError> {
+        match &turn.tools {
+            Some(Tools::File(name)) => {
+                let tools = Some(Tools::List(self.read_tools_file(name)?));
+                Ok(std::borrow::Cow::Owned(Turn { tools, ..turn.clone() }))
+            }
+            _ => Ok(std::borrow::Cow::Borrowed(turn)),
+        }
     }
 
     /// The stats of every file a build may read, watched for changes when
@@ -393,6 +410,15 @@ impl Assembler {
             },
         })?;
         parse_tools(&file.text, &path)
+    }
+}
+
+/// The turn's tool list (a tools file it names is read by then: see
+/// [`Assembler::with_tools_read`]).
+pub(crate) fn tool_list(turn: &Turn) -> Option<&[Tool]> {
+    match &turn.tools {
+        Some(Tools::List(tools)) => Some(tools),
+        Some(Tools::File(_)) | None => None,
     }
 }
 

@@ -1,145 +1,68 @@
 //! One build request, whichever way it arrives: `proem build`'s flags and
-//! `POST /v1/agents/{id}/build`'s JSON body are both a [`BuildRequest`], and
-//! both answers come from [`respond`], so the service prints exactly what
-//! the CLI prints for the same inputs.
+//! `POST /v1/agents/{id}/build`'s JSON body are both a [`BuildRequest`] (a
+//! [`Turn`] and how to print it), and both answers come from [`respond`],
+//! so the service prints exactly what the CLI prints for the same inputs.
 
-use crate::bounds;
 use crate::error::ProemError;
 use crate::render::Format;
-use crate::turn::{parse_now, ChatKind, Tool, Turn};
-use crate::{Assembler, Built, Mode};
+use crate::turn::Turn;
+use crate::{Assembler, Built};
 use serde::Deserialize;
 
-/// The per-turn inputs of one build and how to print it. Every field is
-/// optional; unknown fields are refused.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// One turn and how to print its build.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct BuildRequest {
-    /// Force a prompt mode.
-    pub mode: Option<Mode>,
-    /// The session key (`…:heartbeat…`, `…:subagent:…`, `…:cron:…`).
-    pub session_key: Option<String>,
-    /// A heartbeat turn.
-    #[serde(default)]
-    pub heartbeat: bool,
-    /// The agent may stay silent this turn.
-    #[serde(default)]
-    pub replies_optional: bool,
-    /// The thinking level for the runtime line.
-    pub thinking: Option<String>,
-    /// Provider name.
-    pub provider: Option<String>,
-    /// Model id.
-    pub model: Option<String>,
-    /// Channel.
-    pub channel: Option<String>,
-    /// `direct` or `group`.
-    pub chat_kind: Option<ChatKind>,
-    /// The group chat's title.
-    pub group_title: Option<String>,
-    /// Extra system prompt for this turn.
-    pub extra: Option<String>,
-    /// Owners' sender ids.
-    #[serde(default)]
-    pub owners: Vec<String>,
-    /// The tools: a list inline, or the name of a tools JSON file inside
-    /// the agent directory.
-    pub tools: Option<ToolsInput>,
-    /// The turn's time, RFC 3339.
-    pub now: Option<String>,
-    /// IANA time zone.
-    pub timezone: Option<String>,
-    /// Whole-prompt token budget (in JSON an integer, or a number with no
-    /// fraction such as `2.0`, which JSON Schema counts as an integer).
-    #[serde(default, deserialize_with = "whole_tokens")]
-    pub budget: Option<usize>,
+    /// The turn's inputs.
+    pub turn: Turn,
     /// How to print the build (default text).
     pub format: Option<Format>,
     /// Fail when any plugin failed.
-    #[serde(default)]
     pub strict: bool,
 }
 
-/// An optional token count: a non-negative integer, or a number with no
-/// fraction within range; anything else an error saying what is expected.
-fn whole_tokens<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<usize>, D::Error> {
-    struct Tokens(usize);
-    struct Visitor;
-    impl serde::de::Visitor<'_> for Visitor {
-        type Value = Tokens;
-
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            write!(f, "a whole number of tokens from 0 to {}", usize::MAX)
-        }
-
-        fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Tokens, E> {
-            usize::try_from(v).map(Tokens).map_err(|_| E::invalid_value(serde::de::Unexpected::Unsigned(v), &self))
-        }
-
-        fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Tokens, E> {
-            u64::try_from(v)
-                .map_err(|_| E::invalid_value(serde::de::Unexpected::Signed(v), &self))
-                .and_then(|v| self.visit_u64(v))
-        }
-
-        fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Tokens, E> {
-            // `usize::MAX as f64` rounds up past usize::MAX: the bound is strict.
-            if v.fract() == 0.0 && v >= 0.0 && v < usize::MAX as f64 {
-                Ok(Tokens(v as usize))
-            } else {
-                Err(E::invalid_value(serde::de::Unexpected::Float(v), &self))
-            }
-        }
-    }
-    impl<'de> Deserialize<'de> for Tokens {
-        fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Tokens, D::Error> {
-            deserializer.deserialize_any(Visitor)
-        }
-    }
-    Ok(Option::<Tokens>::deserialize(deserializer)?.map(|t| t.0))
+/// Why a request body was refused: the field it names (a dotted path,
+/// when the problem is inside one) and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BodyError {
+    /// The field, when the problem is one's (`chat_kind`, `tools[2].name`).
+    pub field: Option<String>,
+    /// What is wrong, in serde's words.
+    pub message: String,
 }
 
-/// Tools inline or by reference.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
-pub enum ToolsInput {
-    /// A tools JSON file: for the CLI a path, for the service a file inside
-    /// the agent directory.
-    File(String),
-    /// The list itself, in any form a tools file takes
-    /// (`[{"name": …, "description": …, "parameters": …}]`, OpenAI's
-    /// `{"type": "function", "function": {…}}` entries, or `{"tools": […]}`).
-    Inline(serde_json::Value),
+impl std::fmt::Display for BodyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.field {
+            Some(field) => write!(f, "{field}: {}", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
 }
 
 impl BuildRequest {
-    /// The turn, with a tools file read by `read_tools` (the CLI reads a
-    /// path; the service reads inside the agent directory only).
-    pub fn turn(&self, read_tools: &dyn Fn(&str) -> Result<Vec<Tool>, ProemError>) -> Result<Turn, ProemError> {
-        Ok(Turn {
-            mode: self.mode,
-            session_key: self.session_key.clone(),
-            heartbeat: self.heartbeat,
-            replies_optional: self.replies_optional,
-            thinking: self.thinking.clone(),
-            provider: self.provider.clone(),
-            model: self.model.clone(),
-            channel: self.channel.clone(),
-            chat_kind: self.chat_kind,
-            group_title: self.group_title.clone(),
-            extra: self.extra.clone(),
-            owners: self.owners.clone(),
-            tools: match &self.tools {
-                None => None,
-                Some(ToolsInput::Inline(tools)) => {
-                    Some(crate::turn::parse_tools(&tools.to_string(), std::path::Path::new("(the request's tools)"))?)
-                }
-                Some(ToolsInput::File(name)) => Some(read_tools(name)?),
-            },
-            now: self.now.as_deref().map(parse_now).transpose()?,
-            timezone: self.timezone.clone(),
-            budget: self.budget.map(check_budget).transpose()?,
-        })
+    /// Parses a JSON body: one object whose members are [`Turn`]'s fields
+    /// and `format` and `strict` (all optional; an empty body is the
+    /// default turn). An unknown member or a bad value is an error naming
+    /// the field.
+    pub fn from_json(bytes: &[u8]) -> Result<BuildRequest, BodyError> {
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(BuildRequest::default());
+        }
+        let whole = |e: serde_json::Error| BodyError { field: None, message: e.to_string() };
+        let mut members: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(bytes).map_err(whole)?;
+        let take = |members: &mut serde_json::Map<String, serde_json::Value>, name: &str| {
+            members.remove(name).filter(|v| !v.is_null())
+        };
+        let field = |name: &'static str| {
+            move |e: serde_json::Error| BodyError { field: Some(name.into()), message: e.to_string() }
+        };
+        let format = take(&mut members, "format").map(Format::deserialize).transpose().map_err(field("format"))?;
+        let strict = take(&mut members, "strict").map(bool::deserialize).transpose().map_err(field("strict"))?;
+        let turn: Turn = serde_path_to_error::deserialize(serde_json::Value::Object(members)).map_err(|e| {
+            let path = e.path().to_string();
+            BodyError { field: (path != ".").then_some(path), message: e.into_inner().to_string() }
+        })?;
+        Ok(BuildRequest { turn, format, strict: strict.unwrap_or(false) })
     }
 
     /// The format asked for (text when unset).
@@ -148,14 +71,9 @@ impl BuildRequest {
     }
 }
 
-/// The request's `budget`, within [`bounds::BUDGET_TOKENS`].
-fn check_budget(budget: usize) -> Result<usize, ProemError> {
-    bounds::BUDGET_TOKENS.check_usize(budget).map_err(|why| ProemError::input("budget", why))
-}
-
 /// Builds and prints, the one path the CLI and the service share.
-pub fn build(assembler: &Assembler, request: &BuildRequest, turn: &Turn) -> Result<(Built, String), ProemError> {
-    let built = assembler.build(turn)?;
+pub fn build(assembler: &Assembler, request: &BuildRequest) -> Result<(Built, String), ProemError> {
+    let built = assembler.build(&request.turn)?;
     let text = respond(&built, request)?;
     Ok((built, text))
 }
@@ -193,19 +111,21 @@ mod tests {
     use proptest::prelude::*;
 
     fn budget(json: &str) -> Result<Option<usize>, String> {
-        serde_json::from_str::<BuildRequest>(&format!("{{\"budget\": {json}}}"))
-            .map(|r| r.budget)
+        BuildRequest::from_json(format!("{{\"budget\": {json}}}").as_bytes())
+            .map(|r| r.turn.budget)
             .map_err(|e| e.to_string())
     }
 
     proptest! {
         #[test]
         fn a_budget_is_any_whole_number_in_range_and_nothing_else(n in any::<u64>(), negative in i64::MIN..0, fraction in 0.001f64..0.999) {
-            prop_assert_eq!(budget(&n.to_string()), Ok(Some(n as usize)));
-            // serde_json reads floats exactly up to about 2^50.
-            let whole = (n >> 24) as f64;
-            let with_point = format!("{whole:.1}");
-            prop_assert_eq!(budget(&with_point), Ok(Some(whole as usize)));
+            let in_range = crate::bounds::BUDGET_TOKENS.check(n).is_ok();
+            match budget(&n.to_string()) {
+                Ok(got) => prop_assert!(in_range && got == Some(n as usize)),
+                Err(why) => prop_assert!(!in_range && why.starts_with("budget: ") && why.contains("1..=1000000000"), "{}", why),
+            }
+            let whole = (n % 1_000_000_000 + 1) as f64;
+            prop_assert_eq!(budget(&format!("{whole:.1}")), Ok(Some(whole as usize)));
             prop_assert!(budget(&negative.to_string()).unwrap_err().contains("whole number of tokens"));
             let fractional = (whole + fraction).to_string();
             prop_assert!(budget(&fractional).is_err(), "{}", fractional);

@@ -8,7 +8,7 @@
 //! Each stage is a method here with the inputs it needs and nothing more;
 //! `Assembler::build_fresh` (assembler.rs) is the sequence.
 
-use crate::assembler::{Assembler, WorkspaceKey, WorkspaceRead};
+use crate::assembler::{tool_list, Assembler, WorkspaceKey, WorkspaceRead};
 use crate::bootstrap::{self, BootstrapFile};
 use crate::budget::{self, Fitted};
 use crate::core_sections::{CoreInputs, StableInputs, TurnInputs};
@@ -151,14 +151,14 @@ impl Assembler {
             session: resolved.session,
             group_chat,
             with_skills,
-            tools_from_config: turn.tools.is_none(),
+            tools_from_config: tool_list(turn).is_none(),
         });
         // Shared, not copied: only the files and skills the build owns are cloned.
         let remembered = key.and_then(|k| self.workspace_reads.lock().as_ref().filter(|r| r.key == k).cloned());
         if let Some(read) = remembered {
             diagnostics.extend(read.notes.iter().cloned());
             let mut tool_notes = Vec::new();
-            let tools = match &turn.tools {
+            let tools = match tool_list(turn) {
                 Some(t) => self.prepare_tools(t, tools_hash, &mut tool_notes),
                 None => self.prepare_tools(&read.config_tools, None, &mut tool_notes),
             };
@@ -222,7 +222,7 @@ impl Assembler {
                 bootstrap::load(&self.workspace, config, session, group_chat, diagnostics)
             };
             let mut tool_notes = Vec::new();
-            let tools = match &turn.tools {
+            let tools = match tool_list(turn) {
                 Some(t) => Ok(self.prepare_tools(t, tools_hash, &mut tool_notes)),
                 None => self.tools_from_config().map(|t| {
                     let prepared = self.prepare_tools(&t, None, &mut tool_notes);

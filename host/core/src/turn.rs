@@ -11,6 +11,7 @@ use std::path::Path;
 
 /// Direct message or group chat.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum ChatKind {
     /// One-to-one.
@@ -57,46 +58,155 @@ pub struct Tool {
     pub server: Option<String>,
 }
 
-/// The inputs of one turn. Everything is optional; unset fields fall back to
-/// the agent's config or a documented default.
-#[derive(Debug, Clone, Default)]
+/// The inputs of one turn: what the library takes, what `proem build`'s
+/// flags give (`#[command(flatten)]`, with the `clap` feature) and what the
+/// service's JSON body holds (every field optional, unknown ones refused).
+/// Unset fields fall back to the agent's config or a documented default.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+#[serde(default, deny_unknown_fields)]
 pub struct Turn {
-    /// Forces a mode.
+    /// Force a prompt mode (otherwise: session key, then config, then full).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "MODE", value_parser = parse_mode_flag))]
     pub mode: Option<Mode>,
-    /// Session key (`agent:<id>:cron:<job>` …), used to cap the mode.
+    /// Session key; `…:heartbeat…` caps the mode at minimal, `…:subagent:…`
+    /// and `…:cron:…` at task and keep only the sub-agent file allowlist.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "KEY"))]
     pub session_key: Option<String>,
-    /// Whether this turn is a heartbeat (as is any turn whose session key
-    /// has a `heartbeat` segment): HEARTBEAT.md and the ack contract are
-    /// in the prompt only then.
+    /// This turn is a heartbeat (as a session key with a `heartbeat` segment
+    /// says too): HEARTBEAT.md and the heartbeat ack contract are included,
+    /// and the mode is capped at minimal.
+    #[cfg_attr(feature = "clap", arg(long))]
     pub heartbeat: bool,
-    /// Whether the runtime lets the agent stay silent this turn (as group
-    /// chats always do): the silent-reply token contract is included.
+    /// The runtime lets the agent stay silent this turn (group chats always
+    /// do): the prompt says which exact reply means "say nothing".
+    #[cfg_attr(feature = "clap", arg(long))]
     pub replies_optional: bool,
-    /// The thinking (reasoning) level this turn runs at, for the runtime
-    /// line (overrides `[runtime] thinking`).
+    /// The thinking (reasoning) level of this turn, for the runtime line
+    /// (overrides [runtime] thinking).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "LEVEL"))]
     pub thinking: Option<String>,
-    /// Overrides `[provider] name`.
+    /// Provider name (overrides [provider] name).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "P"))]
     pub provider: Option<String>,
-    /// Overrides `[provider] model`.
+    /// Model id (overrides [provider] model; picks the tokenizer).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "M"))]
     pub model: Option<String>,
-    /// Channel the message came from (`telegram`, `slack`, …).
+    /// Channel the message came from (telegram, slack, …).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "C"))]
     pub channel: Option<String>,
-    /// Direct or group chat.
+    /// Direct message or group chat.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "KIND", value_enum))]
     pub chat_kind: Option<ChatKind>,
-    /// Title of the group chat (untrusted).
+    /// Title of the group chat (untrusted: one line, quotes removed).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "T"))]
     pub group_title: Option<String>,
-    /// The caller's extra system prompt (untrusted).
+    /// Extra system prompt for this turn (untrusted: wrapped, defused).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "TEXT"))]
     pub extra: Option<String>,
-    /// Owner ids.
+    /// An owner's sender id (repeat for several).
+    #[cfg_attr(feature = "clap", arg(long = "owner", value_name = "ID"))]
     pub owners: Vec<String>,
-    /// Tools; `None` falls back to `[tools] file`.
-    pub tools: Option<Vec<Tool>>,
-    /// The turn's time; the system clock when unset.
+    /// The tools: a list of {name, description, parameters}, or a tools
+    /// JSON file (overrides [tools] file). On the command line a path; in
+    /// the service's body a file inside the agent directory or the list
+    /// itself; in the library either.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "FILE", value_parser = tools_file_flag))]
+    #[serde(deserialize_with = "tools_field")]
+    pub tools: Option<Tools>,
+    /// The turn's time, RFC 3339 (default: now). Only the date reaches the
+    /// prompt.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "RFC3339", value_parser = parse_now_flag))]
+    #[serde(deserialize_with = "now_field")]
     pub now: Option<DateTime<FixedOffset>>,
-    /// IANA time zone; `UTC` when unset.
+    /// IANA time zone for the date (default: UTC).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "TZ"))]
     pub timezone: Option<String>,
-    /// Overrides `[budget] tokens`.
+    /// Whole-prompt token budget (overrides [budget] tokens): 1 to
+    /// 1,000,000,000.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "TOKENS", value_parser = budget_flag))]
+    #[serde(deserialize_with = "budget_field")]
     pub budget: Option<usize>,
+}
+
+/// A turn's tools: the list, or a tools JSON file to read it from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Tools {
+    /// The list itself.
+    List(Vec<Tool>),
+    /// A tools JSON file inside the agent directory (the command line
+    /// reads its `--tools` path itself, anywhere, before it builds).
+    File(String),
+}
+
+impl From<Vec<Tool>> for Tools {
+    fn from(tools: Vec<Tool>) -> Tools {
+        Tools::List(tools)
+    }
+}
+
+/// `--mode`.
+#[cfg(feature = "clap")]
+fn parse_mode_flag(text: &str) -> Result<Mode, String> {
+    text.parse()
+}
+
+/// `--tools`: a path, read by the command line before it builds.
+#[cfg(feature = "clap")]
+fn tools_file_flag(text: &str) -> Result<Tools, String> {
+    Ok(Tools::File(text.to_string()))
+}
+
+/// `--now`.
+#[cfg(feature = "clap")]
+fn parse_now_flag(text: &str) -> Result<DateTime<FixedOffset>, String> {
+    parse_rfc3339(text)
+}
+
+/// `--budget`: a whole number within [`crate::bounds::BUDGET_TOKENS`].
+#[cfg(feature = "clap")]
+fn budget_flag(text: &str) -> Result<usize, String> {
+    crate::bounds::BUDGET_TOKENS.parse_usize(text)
+}
+
+/// An RFC 3339 time, or what is wrong with it.
+fn parse_rfc3339(value: &str) -> Result<DateTime<FixedOffset>, String> {
+    DateTime::parse_from_rfc3339(value.trim())
+        .map_err(|e| format!("{value:?} is not an RFC 3339 time (e.g. 2026-11-21T09:30:00Z): {e}"))
+}
+
+/// The body's `now`: an RFC 3339 string.
+fn now_field<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<DateTime<FixedOffset>>, D::Error> {
+    Option::<String>::deserialize(deserializer)?
+        .map(|text| parse_rfc3339(&text).map_err(serde::de::Error::custom))
+        .transpose()
+}
+
+/// The body's `tools`: the name of a tools file inside the agent
+/// directory, or the list in any form a tools file takes
+/// (`[{"name": …, "description": …, "parameters": …}]`, OpenAI's
+/// `{"type": "function", "function": {…}}` entries, or `{"tools": […]}`).
+fn tools_field<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<Tools>, D::Error> {
+    Ok(match Option::<serde_json::Value>::deserialize(deserializer)? {
+        None => None,
+        Some(serde_json::Value::String(name)) => Some(Tools::File(name)),
+        Some(list) => Some(Tools::List(tools_from_value(list).map_err(serde::de::Error::custom)?)),
+    })
+}
+
+/// The body's `budget`: a whole number within
+/// [`crate::bounds::BUDGET_TOKENS`], written as an integer or as a number
+/// with no fraction (`2.0`, which JSON Schema counts as an integer).
+fn budget_field<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<usize>, D::Error> {
+    let Some(value) = Option::<serde_json::Number>::deserialize(deserializer)? else { return Ok(None) };
+    let whole = match (value.as_u64(), value.as_f64()) {
+        (Some(n), _) => Some(n),
+        (None, Some(f)) if f.fract() == 0.0 && f >= 0.0 && f < u64::MAX as f64 => Some(f as u64),
+        _ => None,
+    };
+    let bound = crate::bounds::BUDGET_TOKENS;
+    let checked = whole.ok_or_else(|| format!("{value} is not a whole number of tokens")).and_then(|n| bound.check(n));
+    checked.map(|n| Some(n as usize)).map_err(serde::de::Error::custom)
 }
 
 #[derive(Deserialize)]
@@ -120,9 +230,13 @@ enum ToolsFile {
 pub fn parse_tools(json: &str, path: &Path) -> Result<Vec<Tool>, ProemError> {
     let err = |message: String| ProemError::Tools { path: path.to_path_buf(), message };
     let doc: serde_json::Value = serde_json::from_str(json).map_err(|e| err(format!("invalid JSON: {e}")))?;
-    let file: ToolsFile = serde_json::from_value(doc).map_err(|_| {
-        err("expected a JSON array of tools (or {\"tools\": [...]}), each with a string \"name\"".into())
-    })?;
+    tools_from_value(doc).map_err(err)
+}
+
+/// The tools of a parsed tools document (see [`parse_tools`]).
+fn tools_from_value(doc: serde_json::Value) -> Result<Vec<Tool>, String> {
+    let file: ToolsFile = serde_json::from_value(doc)
+        .map_err(|_| "expected a JSON array of tools (or {\"tools\": [...]}), each with a string \"name\"")?;
     let entries = match file {
         ToolsFile::List(l) | ToolsFile::Object { tools: l } => l,
     };
@@ -147,11 +261,9 @@ pub fn load_tools_file(path: &Path) -> Result<Vec<Tool>, ProemError> {
     parse_tools(&text, path)
 }
 
-/// Parses `--now`.
+/// Parses an RFC 3339 time (a turn's `now`).
 pub fn parse_now(value: &str) -> Result<DateTime<FixedOffset>, ProemError> {
-    DateTime::parse_from_rfc3339(value.trim()).map_err(|e| {
-        ProemError::input("--now", format!("{value:?} is not an RFC 3339 time (e.g. 2026-11-21T09:30:00Z): {e}"))
-    })
+    parse_rfc3339(value).map_err(|why| ProemError::input("now", why))
 }
 
 #[cfg(test)]
@@ -183,6 +295,6 @@ mod tests {
     #[test]
     fn now_parses_rfc3339_only() {
         assert!(parse_now("2026-11-21T09:30:00+01:00").is_ok());
-        assert!(parse_now("yesterday").unwrap_err().to_string().contains("--now"));
+        assert!(parse_now("yesterday").unwrap_err().to_string().contains("now"));
     }
 }

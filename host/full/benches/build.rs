@@ -223,7 +223,7 @@ fn reference_turn(atlas: &Path) -> Turn {
         channel: Some("telegram".into()),
         chat_kind: Some(proem::ChatKind::Group),
         group_title: Some("Workshop crew".into()),
-        tools: Some(tools),
+        tools: Some(tools.into()),
         now: Some(proem_core::turn::parse_now("2026-11-21T09:30:00Z").unwrap()),
         timezone: Some("Europe/Berlin".into()),
         ..Turn::default()

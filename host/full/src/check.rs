@@ -155,7 +155,7 @@ fn sample_build(dir: &Path, files: &[proem_core::bootstrap::BootstrapFile]) -> V
         channel: sample.channel.clone(),
         chat_kind: Some(proem_core::turn::ChatKind::Group),
         group_title: sample.group_title.clone(),
-        tools: Some(tools),
+        tools: Some(tools.into()),
         now: proem_core::turn::parse_now(&sample.now).ok(),
         timezone: Some(sample.timezone.clone()),
         ..proem::Turn::default()

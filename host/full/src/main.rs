@@ -167,5 +167,5 @@ next:
 
 fn build(args: &TurnArgs) -> Result<proem::Built, ProemError> {
     let assembler = Assembler::open(&args.agent_dir, args.config.as_deref())?;
-    assembler.build(&args.turn(&args.request())?)
+    assembler.build(&args.turn()?)
 }

@@ -28,9 +28,10 @@ pub use proem_core::mode::Mode;
 pub use proem_core::plugin::PluginSet;
 pub use proem_core::render::Format;
 pub use proem_core::report::{Built, Diagnostic, FileReport, Level, PluginReport, SectionReport, TokenReport};
+pub use proem_core::request::BuildRequest;
 pub use proem_core::section::{Section, Slot, Zone};
 pub use proem_core::text::BOUNDARY_MARKER;
-pub use proem_core::turn::{ChatKind, Tool, Turn};
+pub use proem_core::turn::{ChatKind, Tool, Tools, Turn};
 
 /// Builds prompts for one agent directory: open it once, build once per
 /// turn. Plugins run in wasmtime, each call in a fresh sandbox.

@@ -394,10 +394,7 @@ async fn run_build(
     let work = {
         let assembler = assembler.clone();
         let request = request.clone();
-        off_thread(move || {
-            let turn = request.turn(&|name| assembler.read_tools_file(name))?;
-            proem_core::request::build(assembler.core(), &request, &turn)
-        })
+        off_thread(move || proem_core::request::build(assembler.core(), &request))
     };
     let joined = tokio::time::timeout_at(deadline.into(), work).await;
     drop(permit);
@@ -477,25 +474,19 @@ fn too_large(state: &AppState) -> Problem {
 /// The build request in `bytes` (nothing or whitespace: every field unset),
 /// or a 400 naming the field at fault.
 fn parse_request(bytes: &[u8]) -> Result<BuildRequest, Problem> {
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Ok(BuildRequest::default());
-    }
-    let de = &mut serde_json::Deserializer::from_slice(bytes);
-    serde_path_to_error::deserialize(de).map_err(|e| {
-        let field = e.path().to_string();
-        let field = if field == "." { String::new() } else { field };
-        let detail = if field.is_empty() {
-            format!("the body is not a build request: {}", e.inner())
-        } else {
-            format!("field `{field}`: {}", e.inner())
+    BuildRequest::from_json(bytes).map_err(|e| {
+        let detail = match &e.field {
+            None => format!("the body is not a build request: {}", e.message),
+            Some(field) => format!("field `{field}`: {}", e.message),
         };
-        Problem::new(StatusCode::BAD_REQUEST, "bad-request", detail).with("field", field)
+        Problem::new(StatusCode::BAD_REQUEST, "bad-request", detail).with("field", e.field.unwrap_or_default())
     })
 }
 
 /// A build the memo holds, answered here on the async thread: no slot, no
 /// hand-off to the blocking pool (a tools file would mean a read, so that
-/// goes the long way). Only for bodies small enough to parse here.
+/// goes the long way: `memoised` says `None`). Only for bodies small enough
+/// to parse here.
 fn memoised(
     state: &AppState,
     id: &str,
@@ -503,13 +494,8 @@ fn memoised(
     request: &BuildRequest,
     dir: &FsPath,
 ) -> Result<Option<(Arc<proem::Built>, String, proem_core::render::Format)>, Problem> {
-    if matches!(request.tools, Some(proem_core::request::ToolsInput::File(_))) {
-        return Ok(None);
-    }
     let started = Instant::now();
-    let no_files = |_: &str| Err(ProemError::input("tools", "read on the blocking pool"));
-    let Ok(turn) = request.turn(&no_files) else { return Ok(None) };
-    let Some(built) = assembler.memoised(&turn) else { return Ok(None) };
+    let Some(built) = assembler.memoised(&request.turn) else { return Ok(None) };
     let text = proem_core::request::respond(&built, request).map_err(|e| problem_of(e, dir))?;
     state.metrics.build(id, "ok", started.elapsed(), Some(&built), true);
     Ok(Some((Arc::new(built), text, request.format())))
