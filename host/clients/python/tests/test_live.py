@@ -81,14 +81,6 @@ def test_build_raw_answers_proem_builds_bytes(server, cli, scratch, agent, flags
     assert without_timings(response.body) == without_timings(expected)
 
 
-@pytest.mark.parametrize(
-    "agent,flags",
-    [
-        ("scratch", ["--now", NOW, "--strict"]),
-        ("marlow", ["--now", NOW, "--budget", "10"]),
-        ("marlow", ["--now", NOW, "--timezone", "Mars/Olympus"]),
-    ],
-)
 def test_a_time_that_is_not_rfc3339_is_refused_naming_now(server, cli):
     # `proem build` refuses it as a usage error (exit 2); the service as a
     # 400 naming the field, which the client's command line prints (exit 1).
@@ -97,6 +89,14 @@ def test_a_time_that_is_not_rfc3339_is_refused_naming_now(server, cli):
     assert got.returncode == 1 and b"now" in got.stderr and b"RFC 3339" in got.stderr
 
 
+@pytest.mark.parametrize(
+    "agent,flags",
+    [
+        ("scratch", ["--now", NOW, "--strict"]),
+        ("marlow", ["--now", NOW, "--budget", "10"]),
+        ("marlow", ["--now", NOW, "--timezone", "Mars/Olympus"]),
+    ],
+)
 def test_a_failed_build_prints_proem_builds_error_line(server, cli, scratch, agent, flags):
     expected = cli(dir_of(agent, scratch), flags)
     got = python_cli([server, agent, *flags])
