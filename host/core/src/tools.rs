@@ -45,12 +45,16 @@ fn mcp_server_of(name: &str) -> Option<String> {
 /// A name given twice exactly is listed once: the first by description,
 /// then schema, is kept, whatever order the caller used.
 pub fn prepare(tools: &[Tool], diagnostics: &mut Vec<Diagnostic>) -> Vec<PromptTool> {
+    let mut renamed: Vec<String> = Vec::new();
     let prepared: Vec<PromptTool> = tools
         .iter()
         .filter_map(|t| {
             let name = one_line(&t.name, MAX_NAME_CHARS);
             if name.is_empty() {
                 return None;
+            }
+            if name != t.name {
+                renamed.push(format!("{:?} as {name}", crate::text::cap_chars(&t.name, 80)));
             }
             let (schema, schema_is_json) = match &t.parameters {
                 Some(p) => {
@@ -73,6 +77,17 @@ pub fn prepare(tools: &[Tool], diagnostics: &mut Vec<Diagnostic>) -> Vec<PromptT
             })
         })
         .collect();
+    if !renamed.is_empty() {
+        renamed.sort();
+        diagnostics.push(Diagnostic::warn(
+            "tool_name_cleaned",
+            format!(
+                "tool name(s) with line breaks, control characters or more than {MAX_NAME_CHARS} characters are listed \
+                 cleaned: {} (the runtime must call them by these names, or fix them at the source)",
+                renamed.join(", ")
+            ),
+        ));
+    }
     let blank = tools.len() - prepared.len();
     if blank > 0 {
         diagnostics
