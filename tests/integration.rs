@@ -21,6 +21,8 @@ mod hostile;
 mod oci;
 mod plugin_api_v0_2;
 mod plugins;
+mod preset_layouts;
+mod prompt_properties;
 mod properties;
 mod sections;
 mod seed_parity;

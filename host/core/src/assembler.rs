@@ -12,10 +12,10 @@ use crate::core_sections::{CoreInputs, StableInputs, TurnInputs};
 use crate::digest::sha256_hex;
 use crate::error::ProemError;
 use crate::memo::{BuildMemo, Caching, KeyHasher, LastValue, Snapshot};
-use crate::mode::{resolve_mode, Mode, SessionKind};
+use crate::mode::{resolve_mode, SessionKind};
 use crate::plugin::{BuildContext, BuildRun, ContextTool, MemoKeys, PluginSet};
 use crate::report::{Built, Diagnostic, FileDetail, PluginReport, SectionReport, TokenReport};
-use crate::section::{core_spec, Section};
+use crate::section::Section;
 use crate::skills;
 use crate::sync::Lock;
 use crate::text::{clean_owned, neutralize, one_line};
@@ -318,14 +318,24 @@ impl Assembler {
         }
 
         let session = SessionKind::of_turn(turn.session_key.as_deref(), turn.heartbeat);
-        let mode = resolve_mode(turn.mode, session, config.agent.mode, config.sessions.subagent_mode);
+        let caps = crate::mode::Caps {
+            heartbeat: config.sessions.heartbeat_mode,
+            cron: config.sessions.cron_mode,
+            subagent: config.sessions.subagent_mode,
+        };
+        let mode = resolve_mode(turn.mode, session, config.agent.mode, caps);
         tracing::debug!(%mode, ?session, "mode resolved");
 
         // The bootstrap files and the skills are read side by side: both
         // are mostly system calls, which dominate a build that re-reads.
         let build_span = tracing::Span::current();
-        // Minimal and none show pinned skills only (GoClaw).
-        let with_skills = matches!(mode, Mode::Full | Mode::Task) || !config.skills.pinned.is_empty();
+        // Skills are read when this mode's form shows some (minimal and
+        // none: the pinned ones, GoClaw).
+        let with_skills = match config.skills.forms.of(mode) {
+            crate::config::SkillForm::List | crate::config::SkillForm::Search => true,
+            crate::config::SkillForm::Pinned => !config.skills.pinned.is_empty(),
+            crate::config::SkillForm::Off => false,
+        };
         let skills_read = crate::parallel::SharedWork::default();
         let read_skills = || {
             build_span.in_scope(|| {
@@ -410,6 +420,12 @@ impl Assembler {
         let channel = turn.channel.as_deref().map(clean_channel).filter(|c| !c.is_empty());
         let agent_id = one_line(&config.agent_id(self.workspace.root()), 64);
 
+        if turn.group_title.is_some() && turn.chat_kind != Some(ChatKind::Group) {
+            diagnostics.push(Diagnostic::info(
+                "group_title_ignored",
+                "a group title was given for a turn that is not a group chat; it is left out (give --chat-kind group)",
+            ));
+        }
         let group_title = match turn.chat_kind {
             Some(ChatKind::Group) => {
                 turn.group_title.as_deref().map(|t| one_line(&t.replace('"', ""), 100)).filter(|t| !t.is_empty())
@@ -454,6 +470,15 @@ impl Assembler {
         });
         let clock = std::time::Duration::from_secs(u64::try_from(now.timestamp()).unwrap_or(0));
         let mut run = BuildRun::default();
+        // The files this mode keeps (GoClaw's per-mode lists), before and
+        // after the hooks, as the sub-agent allowlist.
+        let mode_files = config.bootstrap.mode_files.of(mode);
+        let keep_mode_files = |files: &mut Vec<crate::bootstrap::BootstrapFile>| {
+            if let Some(list) = mode_files {
+                files.retain(|f| list.contains(&f.name));
+            }
+        };
+        keep_mode_files(&mut files);
         if let Some(ctx) = &ctx {
             let _s = tracing::info_span!("plugins", hooks = "agent:bootstrap").entered();
             self.plugins.report_load_failures(&mut run);
@@ -462,7 +487,9 @@ impl Assembler {
                 let allow = &config.bootstrap.subagent_allowlist;
                 files.retain(|f| allow.contains(&f.name));
             }
+            keep_mode_files(&mut files);
         }
+        let agent_name = agent_name(config, &agent_id, &files, &mut diagnostics);
         let mut owners: Vec<String> = turn.owners.iter().map(|o| one_line(o, 128)).filter(|o| !o.is_empty()).collect();
         owners.sort();
         owners.dedup();
@@ -489,13 +516,7 @@ impl Assembler {
             stable: StableInputs {
                 mode,
                 session,
-                agent_name: config
-                    .agent
-                    .name
-                    .as_deref()
-                    .map(|n| one_line(n, 64))
-                    .filter(|n| !n.is_empty())
-                    .unwrap_or_else(|| agent_id.clone()),
+                agent_name,
                 agent_id,
                 kind: config.agent.kind,
                 config,
@@ -508,10 +529,17 @@ impl Assembler {
                     one_line(&self.workspace.root().display().to_string(), 400)
                 },
                 owners,
+                budget_tokens,
                 memos: self.caching.workspace_reads.then_some(&self.render_memos),
             },
             turn: turn_inputs,
         };
+        if let (_, Some(why)) = crate::core_sections::skills_form(&inputs.stable) {
+            diagnostics.push(Diagnostic::info(
+                "skills_search_form",
+                format!("skills: {why}, so the skills section says how to find one instead of listing them all"),
+            ));
+        }
 
         // The process's counts; with token counts off, a counter of this
         // build's own: each paragraph is still encoded once per build (the
@@ -570,18 +598,24 @@ impl Assembler {
                 })
                 .map(|s| s.source.to_string())
         };
+        // A file counts as injected only when its group's core section is
+        // in the prompt (not replaced, not dropped by the budget).
+        let in_prompt = |group_section: &str| {
+            fitted.sections.iter().any(|s| s.id == group_section && s.source == crate::section::Source::Core)
+        };
         let mut replaced: Vec<Option<String>> = Vec::with_capacity(files.len());
         for f in files.iter_mut() {
             if let Some(plugin) = run.file_sources.get(&f.name) {
                 f.source = format!("plugin:{plugin}");
             }
-            let by =
-                fitted.render.files.iter().find(|i| i.name == f.name).and_then(|i| replaced_by(i.group.section_id()));
-            if by.is_some() {
+            let injected = fitted.render.files.iter().find(|i| i.name == f.name);
+            let by = injected.and_then(|i| replaced_by(i.group.section_id()));
+            if by.is_some() || injected.is_some_and(|i| !in_prompt(i.group.section_id())) {
                 f.injected_chars = 0;
             }
             replaced.push(by);
         }
+        let layout = config.layout().mode(mode);
         let file_details = files
             .iter()
             .zip(&replaced)
@@ -591,10 +625,10 @@ impl Assembler {
                     .files
                     .iter()
                     .find(|i| i.name == f.name && !i.text.is_empty())
-                    .filter(|_| by.is_none());
+                    .filter(|_| by.is_none() && f.injected_chars > 0);
                 FileDetail {
                     tokens: injected.map(|i| counter.count(&i.text)).unwrap_or(0),
-                    zone: injected.and_then(|i| core_spec(i.group.section_id())).map(|spec| spec.zone),
+                    zone: injected.map(|i| layout.zone(i.group.section_id())),
                     source: match (by, run.file_sources.get(&f.name)) {
                         (Some(by), _) => format!("replaced by {by}"),
                         (None, Some(plugin)) => format!("plugin:{plugin}"),
@@ -603,11 +637,13 @@ impl Assembler {
                 }
             })
             .collect();
-        for f in files.iter().filter(|f| f.truncated && !fitted.knobs.file_caps.contains_key(&f.name)) {
-            let why = if f.raw_chars > config.budget.per_file_chars { "per-file cap" } else { "total file cap" };
+        // Cuts by the file caps (the budget's own are reported with it).
+        for injected in fitted.render.files.iter() {
+            let Some(cap) = injected.cut_by.filter(|c| *c != crate::bootstrap::Cap::Budget) else { continue };
+            let r = &injected.report;
             diagnostics.push(Diagnostic::warn(
                 "file_truncated",
-                format!("{}: {} characters cut to {} ({why}; raise [budget] per_file_chars / total_file_chars to keep more)", f.name, f.raw_chars, f.injected_chars),
+                format!("{}: {} characters cut to {} ({})", r.name, r.raw_chars, r.injected_chars, cap.describe()),
             ));
         }
         let plugins = self
@@ -793,4 +829,46 @@ fn native_tool_schemas(tools: &[crate::tools::PromptTool]) -> String {
         ));
     }
     out
+}
+
+/// The name the identity line gives the agent: `[agent] name`, else the
+/// name IDENTITY.md states, else the id. When the config and IDENTITY.md
+/// disagree the config wins, and a diagnostic says so: one agent, one name.
+fn agent_name(
+    config: &Config,
+    agent_id: &str,
+    files: &[crate::bootstrap::BootstrapFile],
+    diagnostics: &mut Vec<Diagnostic>,
+) -> String {
+    let configured = config.agent.name.as_deref().map(|n| one_line(n, 64)).filter(|n| !n.is_empty());
+    let stated = files.iter().find(|f| f.name == "IDENTITY.md").and_then(|f| f.text()).and_then(identity_md_name);
+    match (configured, stated) {
+        (Some(name), Some(other)) if !name.eq_ignore_ascii_case(&other) => {
+            diagnostics.push(Diagnostic::warn(
+                "name_conflict",
+                format!(
+                    "[agent] name is {name:?} but IDENTITY.md says {other:?}; the identity line uses {name:?}: make them agree"
+                ),
+            ));
+            name
+        }
+        (Some(name), _) => name,
+        (None, Some(stated)) => stated,
+        (None, None) => agent_id.to_string(),
+    }
+}
+
+/// The name an IDENTITY.md states: the first line that reads `Name: X`,
+/// as a list item or in bold (`- **Name:** X`) or not.
+pub fn identity_md_name(text: &str) -> Option<String> {
+    text.lines().find_map(|line| {
+        let line = line.trim().trim_start_matches(['-', '*', '+']).trim();
+        let plain = line.replace("**", "").replace("__", "");
+        let (key, value) = plain.split_once(':')?;
+        if !key.trim().eq_ignore_ascii_case("name") {
+            return None;
+        }
+        let value = one_line(neutralize(value.trim()).trim_matches(['*', '_', '`', ' ']), 64);
+        (!value.is_empty()).then_some(value)
+    })
 }

@@ -17,6 +17,7 @@ pub mod core_sections;
 pub mod digest;
 pub mod disk;
 pub mod error;
+pub mod layout;
 pub mod memo;
 pub mod mode;
 pub mod parallel;
