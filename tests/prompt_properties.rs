@@ -265,6 +265,11 @@ fn section_bodies(built: &Built) -> Vec<&str> {
     out
 }
 
+/// Whether a build is OpenClaw's `none`, the identity line alone.
+fn core_sections_alone(built: &Built) -> bool {
+    built.mode == Mode::None && built.sections.len() == 1 && built.sections[0].id == "identity"
+}
+
 fn tools_of(w: &World) -> bool {
     !w.tools.is_empty()
 }
@@ -485,5 +490,210 @@ proptest! {
                 remaining = remaining.saturating_sub(f.injected_chars);
             }
         }
+    }
+}
+
+// Layouts ------------------------------------------------------------------
+
+/// Section ids a `[layout] order` may list (the plugin ends included).
+const LAYOUT_IDS: [&str; 42] = [
+    "identity",
+    "first_run",
+    "persona",
+    "identity_anchor",
+    "self_evolution",
+    "tooling",
+    "interaction_style",
+    "shell",
+    "long_running",
+    "tool_call_style",
+    "tool_honesty",
+    "execution_bias",
+    "safety",
+    "skills",
+    "mcp_tools",
+    "workspace",
+    "team",
+    "sandbox",
+    "owners",
+    "workspace_files_note",
+    "output_format",
+    "reply_tags",
+    "messaging",
+    "voice",
+    "reactions",
+    "reasoning_format",
+    "project_context",
+    "memory_recall",
+    "silent_replies",
+    "time",
+    "channel_formatting",
+    "channel_capabilities",
+    "group_reply",
+    "extra_context",
+    "dynamic_files",
+    "subagents",
+    "heartbeats",
+    "runtime",
+    "recency",
+    "tool_protocol",
+    "stable_prefix",
+    "dynamic_suffix",
+];
+/// The sections made from per-turn inputs: never above the boundary.
+const PER_TURN: [&str; 7] =
+    ["time", "channel_formatting", "channel_capabilities", "group_reply", "extra_context", "dynamic_files", "runtime"];
+
+/// A random `[layout]` change: an order (a shuffle of some ids, Safety
+/// kept), stable sections moved below the boundary, new headings.
+#[derive(Debug, Clone)]
+struct LayoutChange {
+    order: Vec<&'static str>,
+    dynamic: Vec<&'static str>,
+    headings: Vec<(&'static str, String)>,
+}
+
+fn layout_change() -> impl Strategy<Value = LayoutChange> {
+    let order = Just(LAYOUT_IDS.to_vec())
+        .prop_shuffle()
+        .prop_flat_map(|ids| {
+            let n = ids.len();
+            (Just(ids), proptest::collection::vec(any::<bool>(), n))
+        })
+        .prop_map(|(ids, keep)| {
+            ids.into_iter().zip(keep).filter(|(id, keep)| *keep || *id == "safety").map(|(id, _)| id).collect()
+        });
+    let stable_ids: Vec<&'static str> =
+        LAYOUT_IDS.iter().copied().filter(|id| !PER_TURN.contains(id) && *id != "dynamic_suffix").collect();
+    let dynamic = proptest::sample::subsequence(stable_ids, 0..6);
+    let headings = proptest::collection::vec(
+        (proptest::sample::select(LAYOUT_IDS.to_vec()), "[A-Z][a-z]{0,10}( [a-z]{1,6})?"),
+        0..4,
+    );
+    (order, dynamic, headings).prop_map(|(order, dynamic, headings)| {
+        let dynamic = dynamic.into_iter().filter(|id| *id != "stable_prefix").collect();
+        LayoutChange { order, dynamic, headings }
+    })
+}
+
+fn layout_toml(change: &LayoutChange) -> String {
+    let mut out = String::from("\n[layout]\n");
+    let ids: Vec<String> = change.order.iter().map(|id| format!("\"{id}\"")).collect();
+    out.push_str(&format!("order = [{}]\n", ids.join(", ")));
+    let present = |id: &str| change.order.contains(&id);
+    let zones: Vec<String> =
+        change.dynamic.iter().filter(|id| present(id)).map(|id| format!("{id} = \"dynamic\"")).collect();
+    out.push_str(&format!("zones = {{ {} }}\n", zones.join(", ")));
+    let mut seen = Vec::new();
+    let headings: Vec<String> = change
+        .headings
+        .iter()
+        .filter(|(id, _)| present(id) && !matches!(*id, "stable_prefix" | "dynamic_suffix"))
+        .filter(|(id, _)| {
+            let first = !seen.contains(id);
+            seen.push(*id);
+            first
+        })
+        .map(|(id, h)| format!("{id} = \"{h}\""))
+        .collect();
+    out.push_str(&format!("headings = {{ {} }}\n", headings.join(", ")));
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// The hash promise under every preset and any `[layout]` change:
+    /// per-turn inputs (the clock and time zone, the channel and chat, the
+    /// group title, the extra prompt, USER.md, the thinking level) never
+    /// move the stable hash; and a change that would put a per-turn section
+    /// above the boundary is refused, naming it.
+    #[test]
+    fn per_turn_inputs_never_move_the_stable_hash_under_any_layout(
+        w in world(),
+        change in layout_change(),
+        per_turn in proptest::sample::select(PER_TURN.to_vec()),
+        channel in "[a-z]{1,8}",
+        extra in "[a-zA-Z .]{0,300}",
+        user in "[a-zA-Z .\n]{0,600}",
+        minute in 0u32..60,
+    ) {
+        let w = World { aieos: false, hardware: false, budget: 40_000, ..w };
+        let agent = agent(&w);
+        agent.config(&format!("{}{}", config(&w), layout_toml(&change)));
+        let first = agent.assembler().build(&turn_of(&w));
+        let first = match first {
+            Ok(b) => b,
+            Err(proem::ProemError::BudgetTooSmall { .. }) => return Ok(()),
+            Err(e) => return Err(TestCaseError::fail(format!("{e}\n{}", layout_toml(&change)))),
+        };
+        agent.file("USER.md", &user);
+        let second = agent.assembler().build(&Turn {
+            channel: Some(channel),
+            chat_kind: Some(proem::ChatKind::Group),
+            group_title: Some("Night shift".into()),
+            extra: Some(extra),
+            thinking: Some("high".into()),
+            now: Some(proem_core::turn::parse_now(&format!("2027-03-04T05:{minute:02}:00+09:00")).unwrap()),
+            timezone: Some("Asia/Tokyo".into()),
+            ..turn_of(&w)
+        });
+        if let Ok(second) = second {
+            prop_assert_eq!(&first.stable_hash, &second.stable_hash, "{}", layout_toml(&change));
+        }
+        // A per-turn section above the boundary: refused, naming it.
+        let stable = format!("\n[layout]\nsections = [{{ id = \"safety\" }}, {{ id = \"{per_turn}\", zone = \"stable\" }}]\n");
+        agent.config(&format!("{}{stable}", config(&w)));
+        let err = proem::Assembler::open(agent.path(), None).err().expect("refused").to_string();
+        prop_assert!(err.contains("layout.sections") && err.contains(&format!("{per_turn} is made from per-turn inputs")), "{}", err);
+    }
+
+    /// Slots follow the active layout: a plugin section placed after (or
+    /// before) a section lands right next to it under any `[layout]`
+    /// change.
+    #[test]
+    fn a_plugin_section_lands_next_to_its_anchor_under_any_layout(
+        mut w in world(),
+        change in layout_change(),
+        pick in 0usize..64,
+        after in any::<bool>(),
+    ) {
+        w.gpt5 = false;
+        w.hardware = false;
+        w.aieos = false;
+        w.budget = 40_000;
+        let agent = agent(&w);
+        agent.config(&format!("{}{}", config(&w), layout_toml(&change)));
+        let assembler = agent.assembler();
+        let plain = match assembler.build(&turn_of(&w)) {
+            Ok(b) => b,
+            Err(_) => return Ok(()),
+        };
+        let core: Vec<&proem_core::report::SectionReport> = plain.sections.iter().filter(|s| s.source == "core").collect();
+        if core.is_empty() {
+            return Ok(()); // a layout may leave a mode (none) without sections
+        }
+        let anchor = core[pick % core.len()];
+        let placement = if after { proem_core::section::Placement::After } else { proem_core::section::Placement::Before };
+        let zone = if anchor.zone.as_str() == "stable" { proem_core::section::Zone::Stable } else { proem_core::section::Zone::Dynamic };
+        let section = proem_core::section::Section::contributed(
+            "probe-plugin",
+            "probe_note",
+            proem_core::section::Slot::new(&anchor.id, placement).unwrap(),
+            zone,
+            0,
+            proem_core::mode::ModeSet::ALL,
+            "## Probe\nA note.",
+        );
+        let built = assembler.build_with(&turn_of(&w), &[section]).unwrap();
+        let ids = section_ids(&built);
+        if core_sections_alone(&built) {
+            return Ok(()); // `none_mode = "identity_only"`: no plugin section joins it
+        }
+        let at = ids.iter().position(|id| id == "probe_note");
+        prop_assert!(at.is_some(), "not placed: {:?} {:?} mode {:?} dynamic {:?} layout {}", ids, built.diagnostics, built.mode, built.dynamic, layout_toml(&change));
+        let at = at.unwrap_or_default();
+        let neighbour = if after { at.checked_sub(1) } else { Some(at + 1) };
+        prop_assert_eq!(neighbour.and_then(|i| ids.get(i)), Some(&anchor.id), "{:?} {:?}", ids, layout_toml(&change));
     }
 }

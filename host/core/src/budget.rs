@@ -252,12 +252,38 @@ fn turn_one_knob(
         return true;
     }
 
-    // Other optional sections (and empty file sections): the last one first.
-    if let Some(last) = in_zone.iter().rev().find(|s| s.cut_class().is_some()) {
-        knobs.dropped.insert(last.key());
-        return true;
+    // Other optional sections (and empty file sections): the last one
+    // first. A section another one names goes after it: the one naming it
+    // is dropped first when it is in this part, and when it is not (it is
+    // above the boundary, out of this phase's reach) the named one stays.
+    for candidate in in_zone.iter().rev().filter(|s| s.cut_class().is_some()) {
+        let naming = sections
+            .iter()
+            .find(|s| s.source == crate::section::Source::Core && names(&s.id) == Some(candidate.id.as_str()));
+        match naming {
+            None => {
+                knobs.dropped.insert(candidate.key());
+                return true;
+            }
+            Some(n) if n.zone == zone && n.cut_class().is_some() => {
+                knobs.dropped.insert(n.key());
+                return true;
+            }
+            Some(_) => continue,
+        }
     }
     false
+}
+
+/// The section a core section names in its text, which must stay while it
+/// does: the workspace-files note names Project Context, the first-run
+/// notice BOOTSTRAP.md among the per-turn files.
+fn names(id: &str) -> Option<&'static str> {
+    match id {
+        ids::WORKSPACE_FILES_NOTE => Some(ids::PROJECT_CONTEXT),
+        ids::FIRST_RUN => Some(ids::DYNAMIC_FILES),
+        _ => None,
+    }
 }
 
 /// The tighter cap the budget gives a file `excess` tokens over: about

@@ -552,15 +552,23 @@ fn memory_tools<'t>(inputs: &'t StableInputs) -> Vec<&'t str> {
         .collect()
 }
 
+/// The identity line, and what follows it only when it does: standing
+/// instructions when the layout has Safety or Workspace in this mode
+/// (always rendered), the conversation when it has Runtime.
 fn identity(inputs: &StableInputs) -> String {
     let line = format!("You are {}, a personal AI assistant (agent id: {}).", inputs.agent_name, inputs.agent_id);
-    if identity_only(inputs) {
-        // Nothing follows: the line promises nothing more.
-        return line;
+    let layout = layout(inputs);
+    let only = identity_only(inputs);
+    let instructions = !only && (layout.has(ids::SAFETY) || layout.has(ids::WORKSPACE));
+    let conversation = !only && layout.has(ids::RUNTIME);
+    match (instructions, conversation) {
+        (true, true) => format!(
+            "{line} The sections below are your standing instructions; the last ones describe the current conversation."
+        ),
+        (true, false) => format!("{line} The sections below are your standing instructions."),
+        (false, true) => format!("{line} The last section below describes the current conversation."),
+        (false, false) => line,
     }
-    format!(
-        "{line} The sections below are your standing instructions; the last ones describe the current conversation."
-    )
 }
 
 const FIRST_RUN: &str = "BOOTSTRAP.md is present, so this is your first conversation in this workspace. Follow BOOTSTRAP.md to get to know your user and set yourself up. When you are done, empty BOOTSTRAP.md so this notice goes away.";
