@@ -322,6 +322,9 @@ proptest! {
     fn cross_references_name_only_what_is_in_the_prompt(w in world()) {
         let Some(built) = build(&w) else { return Ok(()) };
         if let Some(reminder) = body(&built, "recency") {
+            if reminder.contains("your persona above") {
+                prop_assert!(built.sections.iter().any(|s| s.id == "persona"), "{}", reminder);
+            }
             if let Some(rest) = reminder.split("Stay in character as ").nth(1) {
                 let (names, verb) = if let Some((names, _)) = rest.split_once(" defines you.") {
                     (names, "defines")

@@ -208,7 +208,9 @@ fn turn_one_knob(
     // way to SOUL.md).
     if let Some(last) = present(CutClass::ThirdParty).next_back() {
         knobs.dropped.insert(last.key());
-        if last.slot.placement() == crate::section::Placement::At {
+        let replaces_core = last.slot.placement() == crate::section::Placement::At
+            && crate::section::core_spec(last.slot.anchor_id()).is_some();
+        if replaces_core {
             knobs.dropped.insert(core_key(&last.id));
         }
         return true;

@@ -1332,7 +1332,7 @@ fn recency(inputs: &StableInputs, knobs: &Knobs, files: &[InjectedFile]) -> Opti
         files.iter().filter(|f| f.group == FileGroup::Persona && !f.text.is_empty()).map(|f| f.name.as_str()).collect()
     };
     let mut parts = Vec::new();
-    if knobs.replaced.contains(ids::PERSONA) && layout(inputs).has(ids::PERSONA) {
+    if knobs.replaced.contains(ids::PERSONA) && !persona_gone {
         parts.push("Stay in character as your persona above describes you.".to_string());
     } else {
         match persona.as_slice() {
