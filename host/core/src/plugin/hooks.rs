@@ -384,8 +384,9 @@ pub fn validate_sections(
 }
 
 /// Validates an overlay and turns it into sections: replacements in the
-/// replaced sections' places, the prefix at the very top of the stable part,
-/// the suffix at the very end of the dynamic part.
+/// replaced sections' places, the prefix at the layout's `stable_prefix`,
+/// the suffix at its `dynamic_suffix` (the end of the dynamic part, unless
+/// the layout says otherwise).
 pub fn validate_overlay(
     plugin: &str,
     raw: RawOverlay,
