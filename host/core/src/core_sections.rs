@@ -193,8 +193,9 @@ fn injected_key(inputs: &StableInputs, file_caps: &BTreeMap<String, usize>) -> u
     h.num128(bootstrap::files_hash(inputs.files.iter()));
     let b = &inputs.config.budget;
     h.str(inputs.mode.as_str()).num(inputs.config.per_file_chars() as u64).num(b.total_file_chars as u64);
-    // Which files each group takes and which groups this mode shows.
-    h.str(&format!("{:?}", inputs.config.layout().mode(inputs.mode)));
+    // Which files each group takes and which groups the mode shows come
+    // from the layout: part of the config these memos are made for
+    // (`RenderMemos::for_config`), and the mode is above.
     h.num(b.head_ratio.to_bits()).num(b.tail_ratio.to_bits());
     h.str(&format!("{:?}", inputs.config.bootstrap.missing_marker)).str(&inputs.workspace_path);
     h.num(file_caps.len() as u64);
