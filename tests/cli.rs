@@ -31,7 +31,7 @@ fn build_prints_the_prompt_and_exits_zero() {
     let out = proem(&fixed(dir, &[]));
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.starts_with("You are testbot"));
+    assert!(text.starts_with("You are Testbot"), "the name IDENTITY.md states");
     assert_eq!(text.matches(proem::BOUNDARY_MARKER).count(), 1);
     assert_eq!(text, format!("{}\n", agent.build(&turn()).prompt), "CLI and library agree");
     let owners = proem(&fixed(dir, &["--owner", "tg:42", "--owner", "tg:7", "--owner", "tg:42"]));

@@ -58,7 +58,9 @@ fn official_plugins_built_against_0_1_give_identical_bytes() {
     let plugins = [
         ("hardware-access", "hardware_access.wasm", ""),
         ("gpt5-overlay", "gpt5_overlay.wasm", ""),
-        ("aieos-identity", "aieos_identity.wasm", "grants = [\"workspace-read\"]"),
+        // Every field: the 0.1 binary predates `fields` (and ignores it);
+        // `fields = "all"` is its rendering.
+        ("aieos-identity", "aieos_identity.wasm", "grants = [\"workspace-read\"]\nconfig = { fields = \"all\" }"),
     ];
     for (id, file, extra) in plugins {
         let built_now = official(id, file, false, extra);

@@ -257,7 +257,10 @@ fn overlays_replacing_the_same_section_have_one_reported_winner_and_identical_bl
     assert!(!built.prompt.contains("From zeta."));
     assert!(diagnostic(&built, "replace_conflict").unwrap().contains("plugin:zeta"));
     assert_eq!(built.prompt.matches("## Same prefix").count(), 1);
-    assert!(built.stable.starts_with("## Same prefix"));
+    // The prefix sits where the layout puts it: after the identity line,
+    // before Safety.
+    let prefix = built.stable.find("## Same prefix").unwrap();
+    assert!(built.stable.find("You are").unwrap() < prefix && prefix < built.stable.find("## Safety").unwrap());
     assert!(codes(&built).contains(&"overlay_duplicate".to_string()));
 }
 

@@ -108,10 +108,10 @@ fn replacements_and_protection() {
     assert!(!built.prompt.contains("Anything goes.") && built.stable.contains("Human oversight comes first"));
     let codes: Vec<&str> = built.diagnostics.iter().map(|d| d.code.as_str()).collect();
     assert!(codes.contains(&"replace_refused") && codes.contains(&"replace_conflict"), "{codes:?}");
-    // interaction_style sits where the design table puts it: after tooling, before tool_call_style.
+    // interaction_style sits where the default layout puts it: after tooling, before safety.
     let ids: Vec<&str> = built.sections.iter().map(|s| s.id.as_str()).collect();
     let pos = |id: &str| ids.iter().position(|x| *x == id).unwrap();
-    assert!(pos("tooling") < pos("friendly") && pos("friendly") < pos("tool_call_style"));
+    assert!(pos("tooling") < pos("friendly") && pos("friendly") < pos("safety"));
 }
 
 #[test]

@@ -25,6 +25,8 @@ mod input_rules;
 mod oci;
 mod plugin_api_v0_2;
 mod plugins;
+mod preset_layouts;
+mod prompt_properties;
 mod properties;
 mod sections;
 mod seed_parity;

@@ -53,7 +53,7 @@ fn gpt5_overlay_applies_to_the_gpt5_family_only() {
     let agent = Agent::with_plugins(&builtin("gpt5-overlay", ""));
     for model in ["gpt-5", "gpt-5.1", "openai/gpt-5-mini", "GPT-5.2-codex"] {
         let built = agent.build(&model_turn(model));
-        assert!(built.stable.starts_with("## Working Contract"), "{model}: the contract is the stable prefix");
+        assert!(contract_before_safety(&built), "{model}: the contract is the stable prefix");
         assert!(built.stable.contains("## Interaction Style"), "{model}: friendly by default");
         assert!(!built.dynamic.contains("Working Contract"));
     }
@@ -68,7 +68,7 @@ fn gpt5_overlay_applies_to_the_gpt5_family_only() {
 fn gpt5_overlay_personality_off_keeps_the_contract_only() {
     let agent = Agent::with_plugins(&builtin("gpt5-overlay", "config = { personality = \"off\" }"));
     let built = agent.build(&model_turn("gpt-5.1"));
-    assert!(built.stable.starts_with("## Working Contract"));
+    assert!(contract_before_safety(&built));
     assert!(!built.prompt.contains("## Interaction Style"));
     let bad = Agent::with_plugins(&builtin("gpt5-overlay", "config = { personality = \"grumpy\" }"));
     let built = bad.build(&model_turn("gpt-5.1"));
@@ -83,8 +83,17 @@ fn gpt5_overlay_does_not_touch_the_dynamic_part_or_other_stable_sections() {
     let a = plain.build(&model_turn("gpt-5.1"));
     let b = with.build(&model_turn("gpt-5.1"));
     assert_eq!(a.dynamic, b.dynamic);
-    let contract_end = b.stable.find("\n\nYou are").expect("identity follows the contract");
-    assert_eq!(&b.stable[contract_end + 2..], a.stable);
+    let start = b.stable.find("## Working Contract").expect("the contract");
+    let end = start + b.stable[start..].find("\n\n## Safety").expect("Safety follows the contract");
+    assert_eq!(format!("{}{}", &b.stable[..start], &b.stable[end + 2..]), a.stable);
+}
+
+/// OpenClaw's place for a provider's stable prefix: after the identity
+/// line and the execution guidance, right before Safety.
+fn contract_before_safety(built: &proem::Built) -> bool {
+    let contract = built.stable.find("## Working Contract");
+    let safety = built.stable.find("## Safety");
+    built.stable.starts_with("You are ") && contract.zip(safety).is_some_and(|(c, s)| c < s)
 }
 
 // ---------------------------------------------------------------- aieos-identity
@@ -126,6 +135,35 @@ fn aieos_renders_the_document_into_the_persona_section() {
         assert!(!built.prompt.contains(never), "{never} must not be rendered");
     }
     assert_eq!(plugin_status(&built, "aieos-identity"), "ok");
+}
+
+/// By default the persona carries what shapes replies (name, role,
+/// personality, style, boundaries); `fields = "all"` renders every field.
+#[test]
+fn aieos_renders_what_the_model_uses_unless_all_fields_are_asked() {
+    let model = aieos_agent(Some(&reference_doc()), "").build(&turn());
+    let all = aieos_agent(Some(&reference_doc()), "config = { fields = \"all\" }").build(&turn());
+    let persona = |b: &proem::Built| b.sections.iter().find(|s| s.id == "persona").unwrap().tokens;
+    for kept in [
+        "Your name is Juniper",
+        "### Role",
+        "Garden coordinator",
+        "### Personality",
+        "ISFJ",
+        "### Communication Style",
+        "Plant it and see.",
+        "### Boundaries",
+        "Neutral Good",
+    ] {
+        assert!(model.stable.contains(kept), "{kept}");
+    }
+    for left in ["Aquiline", "Pea soup", "Utrecht", "juni-01", "Garden gnomes", "Old Piet"] {
+        assert!(!model.prompt.contains(left), "{left} costs tokens and changes no reply");
+        assert!(all.prompt.contains(left), "{left} with fields = \"all\"");
+    }
+    assert!(persona(&model) * 2 < persona(&all), "{} vs {} tokens", persona(&model), persona(&all));
+    let bad = aieos_agent(Some(&reference_doc()), "config = { fields = \"some\" }").build(&turn());
+    assert!(diagnostic(&bad, "plugin_error").unwrap().contains("\"model\" or \"all\""));
 }
 
 #[test]
@@ -680,8 +718,13 @@ fn a_scaffolded_plugin_builds_on_its_own_and_loads() {
     let args = ["build", agent, "--provider", "openai", "--channel", "telegram", "--now", "2026-11-21T09:30:00Z"];
     let built: serde_json::Value = serde_json::from_str(&proem(&[&args[..], &["--format", "json"]].concat())).unwrap();
     let (stable, dynamic) = (built["stable"].as_str().unwrap(), built["dynamic"].as_str().unwrap());
+    // The stable prefix sits where the layout puts it: after the identity
+    // line, before Safety.
+    let prefix = stable.find("Answer in plain prose.").expect("the prefix");
     assert!(
-        stable.contains("## Note\nHello from a proem plugin.") && stable.starts_with("Answer in plain prose."),
+        stable.contains("## Note\nHello from a proem plugin.")
+            && stable.starts_with("You are ")
+            && prefix < stable.find("## Safety").unwrap(),
         "{stable}"
     );
     assert!(dynamic.contains("## Channel Note\nThis turn arrived on telegram at 09:30."), "{dynamic}");

@@ -102,21 +102,25 @@ fn heartbeat_md_and_the_ack_contract_only_in_heartbeat_sessions() {
     assert!(err.contains("sessions.heartbeat_ack"), "{err}");
 }
 
-/// 000 §1.5 "First-Run Bootstrap" (in every mode), §2.3 "Tool Call Style
-/// (skip during bootstrap)" and "Below the boundary … (USER.md,
-/// BOOTSTRAP.md)": the notice in every mode, BOOTSTRAP.md below the cache
-/// boundary and first of the per-turn files, no Tool Call Style meanwhile.
+/// 000 §1.5 "First-Run Bootstrap", §2.3 "Tool Call Style (skip during
+/// bootstrap)" and "Below the boundary … (USER.md, BOOTSTRAP.md)": the
+/// notice wherever BOOTSTRAP.md is in the prompt (not in none, which has no
+/// workspace files), BOOTSTRAP.md below the cache boundary and first of the
+/// per-turn files, no Tool Call Style meanwhile.
 #[test]
-fn first_run_notice_everywhere_and_bootstrap_md_below_the_boundary() {
+fn first_run_notice_with_bootstrap_md_below_the_boundary() {
     let agent = agent_with_everything();
-    let before = agent.build(&turn());
+    let with_tools = || Turn { tools: Some(tools(&["read"]).into()), ..turn() };
+    let before = agent.build(&with_tools());
     assert!(ids(&before).contains(&"tool_call_style".to_string()), "Tool Call Style outside onboarding");
     agent.file("BOOTSTRAP.md", "Ask the user for their name first.");
-    for mode in Mode::ALL {
-        let built = agent.build(&Turn { mode: Some(mode), ..turn() });
+    for mode in [Mode::Full, Mode::Task, Mode::Minimal] {
+        let built = agent.build(&Turn { mode: Some(mode), ..with_tools() });
         assert_eq!(ids(&built)[1], "first_run", "the notice right after identity in mode {mode}");
         assert!(!ids(&built).contains(&"tool_call_style".to_string()), "mode {mode}");
     }
+    let none = agent.build(&Turn { mode: Some(Mode::None), ..with_tools() });
+    assert!(!ids(&none).contains(&"first_run".to_string()), "no BOOTSTRAP.md in none, so no notice");
     let built = agent.build(&turn());
     let (stable, dynamic) = built.prompt.split_once(BOUNDARY_MARKER).unwrap();
     assert!(!stable.contains("Ask the user for their name first."));
@@ -183,13 +187,16 @@ fn predefined_agents_get_the_identity_guard() {
     assert!(!agent.build(&turn()).stable.contains("## Identity Guard"));
 }
 
-/// 000 and 004 ("self-evolution"): when enabled, the agent may update its
-/// SOUL.md within stated limits.
+/// 000 and 004 ("self-evolution", predefined agents with self_evolve
+/// only): when enabled for a predefined agent, it may update its SOUL.md
+/// within stated limits; an open agent's files are its user's already.
 #[test]
 fn self_evolution_when_enabled() {
     let agent = agent_with_everything();
     assert!(!agent.build(&turn()).prompt.contains("## Self-Evolution"));
     agent.config("[agent]\nself_evolution = true\n");
+    assert!(!agent.build(&turn()).prompt.contains("## Self-Evolution"), "open agents never get it");
+    agent.config("[agent]\nkind = \"predefined\"\nself_evolution = true\n");
     let built = agent.build(&turn());
     assert!(built.stable.contains("## Self-Evolution\nYou may refine SOUL.md"));
     assert!(!agent.build(&Turn { mode: Some(Mode::Task), ..turn() }).prompt.contains("## Self-Evolution"));
@@ -235,12 +242,14 @@ fn missing_files_can_be_marked() {
     }
     assert!(!built.prompt.contains("Expected at: /workspace/BOOTSTRAP.md"), "first-run file is not expected");
     assert!(built.stable.contains("/workspace/SOUL.md") && built.dynamic.contains("/workspace/USER.md"));
-    // ZeroClaw's form names every missing standard file, BOOTSTRAP.md included.
+    // ZeroClaw's form names the missing core files and MEMORY.md, never
+    // BOOTSTRAP.md (absent on every ordinary turn).
     agent.config("[bootstrap]\nmissing_marker = \"file_not_found\"\n");
     let built = agent.build(&turn());
-    for name in ["SOUL.md", "BOOTSTRAP.md", "MEMORY.md"] {
+    for name in ["SOUL.md", "IDENTITY.md", "TOOLS.md", "USER.md", "MEMORY.md"] {
         assert!(built.prompt.contains(&format!("[File not found: {name}]")), "{name}");
     }
+    assert!(!built.prompt.contains("BOOTSTRAP.md"), "no marker, no mention");
 }
 
 /// 000 (bootstrap files): GoClaw's USER_PREDEFINED.md, CAPABILITIES.md and
@@ -354,13 +363,19 @@ fn long_running_work_guidance_with_process_or_cron_tools() {
         .build(&Turn { tools: Some(tools(&["read"]).into()), ..turn() })
         .prompt
         .contains("## Long-Running Work"));
-    for tool in ["exec", "process", "cron"] {
+    let expected = [
+        ("exec", "Start a command that takes more than a minute in the background with `exec`"),
+        ("process", "Check on running work with `process`"),
+        ("cron", "schedule it with `cron` instead of sleeping"),
+    ];
+    for (tool, words) in expected {
         let built = agent.build(&Turn { tools: Some(tools(&[tool]).into()), ..turn() });
-        assert!(
-            built.stable.contains("## Long-Running Work\nStart work that takes more than a minute in the background"),
-            "{tool}"
-        );
+        let section = built.stable.split("## Long-Running Work\n").nth(1).unwrap_or_else(|| panic!("{tool}"));
+        assert!(section.contains(words), "{tool}: {section}");
     }
+    // Only the tools the turn has are named.
+    let built = agent.build(&Turn { tools: Some(tools(&["cron_add"]).into()), ..turn() });
+    assert!(!built.stable.contains("`exec`") && built.stable.contains("`cron_add`"));
 }
 
 /// 001 "Sandbox" (container workdir, host mount, access, elevated exec; kept
@@ -389,14 +404,14 @@ fn preset_agent(preset: &str, more: &str) -> Agent {
     agent
 }
 
-/// 001 (OpenClaw: 20,000 per file, 150,000 total, 70/20 head/tail; `none`
+/// 001 (OpenClaw: 12,000 per file, 60,000 total, 70/20 head/tail; `none`
 /// is the identity line only; sub-agents get minimal with "Subagent
 /// Context"; `[MISSING] Expected at:`).
 #[test]
 fn the_openclaw_preset() {
     let agent = preset_agent("openclaw", "");
     let config = agent.assembler().config().clone();
-    assert_eq!((config.budget.per_file_chars, config.budget.total_file_chars), (20_000, 150_000));
+    assert_eq!((config.budget.per_file_chars, config.budget.total_file_chars), (12_000, 60_000));
     assert_eq!((config.budget.head_ratio, config.budget.tail_ratio), (0.7, 0.2));
     let none = agent.build(&Turn { mode: Some(Mode::None), extra: Some("x".into()), ..turn() });
     assert_eq!(ids(&none), ["identity"]);
@@ -411,22 +426,27 @@ fn the_openclaw_preset() {
     assert!(agent.build(&turn()).prompt.contains("[MISSING] Expected at: "));
 }
 
-/// 000 and reference/goclaw.md (GoClaw: a 24k budget, `none` keeps
-/// identity, tooling, safety, workspace, runtime and extra; alias tools
-/// unlisted; missing files skipped).
+/// 000 and reference/goclaw.md (GoClaw: a 24k budget that scales with the
+/// context window, 24,000 characters of files; `none` keeps identity,
+/// tooling, safety, workspace, Project Context with TOOLS.md, runtime and
+/// extra; alias tools unlisted; missing files skipped).
 #[test]
 fn the_goclaw_preset() {
     let agent = preset_agent("goclaw", "");
-    assert_eq!(agent.assembler().config().budget.tokens(), 24_000);
+    let config = agent.assembler().config().clone();
+    assert_eq!((config.budget.tokens, config.budget.tokens()), (None, 24_000));
+    assert_eq!(config.budget.total_file_chars, 24_000);
     let none = agent.build(&Turn { mode: Some(Mode::None), ..turn() });
-    assert_eq!(ids(&none), ["identity", "tooling", "safety", "workspace", "runtime"]);
+    assert_eq!(ids(&none), ["identity", "tooling", "safety", "workspace", "project_context", "runtime"]);
+    assert!(wrapped(&none.prompt, "context_file", "TOOLS.md").is_some());
+    assert!(wrapped(&none.prompt, "context_file", "AGENTS.md").is_none(), "none keeps TOOLS.md alone");
     let built = agent.build(&Turn { tools: Some(tools(&["Bash", "exec"]).into()), ..turn() });
     assert!(!built.stable.contains("- Bash") && built.stable.contains("- exec"));
 }
 
 /// 002 and reference/zeroclaw.md (ZeroClaw: 20,000 per file, head only;
-/// never HEARTBEAT.md; MEMORY.md in the main session only; `[File not
-/// found: NAME]`).
+/// never HEARTBEAT.md; MEMORY.md in every chat, as its channel code injects
+/// it; `[File not found: NAME]`).
 #[test]
 fn the_zeroclaw_preset() {
     let agent = preset_agent("zeroclaw", "");
@@ -438,7 +458,8 @@ fn the_zeroclaw_preset() {
     assert!(agents.starts_with("Rule one.") && !agents.contains("TAIL-END"), "head only");
     assert!(agents.chars().count() <= 20_000);
     let group = agent.build(&Turn { chat_kind: Some(proem::ChatKind::Group), ..turn() });
-    assert!(!group.prompt.contains("<context_file name=\"MEMORY.md\">"));
+    assert!(group.prompt.contains("<context_file name=\"MEMORY.md\">"));
+    assert_eq!(group.stable, built.stable, "one stable part for every chat");
     std::fs::remove_file(agent.path().join("SOUL.md")).unwrap();
     assert!(agent.build(&turn()).prompt.contains("[File not found: SOUL.md]"));
 }
@@ -452,7 +473,8 @@ fn the_agents_own_keys_win_over_its_preset() {
     let config = agent.assembler().config().clone();
     assert_eq!((config.budget.head_ratio, config.budget.tail_ratio), (0.5, 0.5));
     assert_eq!(config.budget.per_file_chars, 20_000, "the rest of the preset's table stays");
-    assert!(config.bootstrap.heartbeat_file && !config.bootstrap.memory_in_group_chats);
+    assert!(config.bootstrap.heartbeat_file);
+    assert_eq!(config.bootstrap.missing_marker, proem_core::config::MissingMarker::FileNotFound);
     // An unknown preset is an error naming the line and key.
     agent.config("[agent]\npreset = \"clawdbot\"\n");
     let err = proem::Assembler::open(agent.path(), None).err().unwrap().to_string();
@@ -704,4 +726,250 @@ fn the_build_memo_sees_the_new_files_change() {
         );
         assert_ne!(again.prompt, first.prompt);
     }
+}
+
+// Issue 25: the audit's partial and missing rows ------------------------
+
+/// 000 §2.5 ("Credentialed CLI … skip during bootstrap"): while BOOTSTRAP.md
+/// is in the prompt, no logged-in tools are offered; the deny groups stay.
+#[test]
+fn credentialed_cli_waits_for_the_first_run_to_end() {
+    let agent = Agent::new();
+    agent.config("[tools]\ncredentialed_cli = \"gh is logged in.\"\nshell_deny_groups = [\"network\"]\n");
+    agent.file("BOOTSTRAP.md", "Ask the user's name.");
+    let built = agent.build(&Turn { tools: Some(tools(&["exec"]).into()), ..turn() });
+    assert!(!built.prompt.contains("gh is logged in."), "{}", built.prompt);
+    assert!(built.stable.contains("blocked here: network"));
+    std::fs::remove_file(agent.path().join("BOOTSTRAP.md")).unwrap();
+    assert!(agent.build(&Turn { tools: Some(tools(&["exec"]).into()), ..turn() }).stable.contains("gh is logged in."));
+}
+
+/// 000 §2.3 (Tool Call Style: "never expose tool names to users").
+#[test]
+fn tool_call_style_keeps_tool_names_from_users() {
+    let built = Agent::new().build(&Turn { tools: Some(tools(&["read"]).into()), ..turn() });
+    let style = built.stable.split("## Tool Call Style\n").nth(1).unwrap().split("\n\n").next().unwrap();
+    assert!(style.contains("Never mention tool names or internal mechanics to the user"), "{style}");
+}
+
+/// 001 "Execution Bias" (act in-turn, continue until done or blocked,
+/// recover from weak tool results, check mutable state live, verify).
+#[test]
+fn execution_bias_recovers_from_weak_results_and_checks_live_state() {
+    let built = Agent::new().build(&Turn { tools: Some(tools(&["read"]).into()), ..turn() });
+    let bias = built.stable.split("## Execution Bias\n").nth(1).unwrap().split("\n\n").next().unwrap();
+    for words in [
+        "act: use your tools",
+        "Keep going until the task is done",
+        "comes back thin, empty or failed",
+        "Check live state",
+        "before you say it is done",
+    ] {
+        assert!(bias.contains(words), "{words}: {bias}");
+    }
+}
+
+/// 002 "Your Task" in its three forms (no tools, native, text protocol),
+/// with `[prompt] execution_bias = "task"` on any agent.
+#[test]
+fn zeroclaws_your_task_in_its_three_forms() {
+    let agent = Agent::new();
+    agent.config("[prompt]\nexecution_bias = \"task\"\n");
+    let task =
+        |b: &Built| b.stable.split("## Execution Bias\n").nth(1).unwrap().split("\n\n").next().unwrap().to_string();
+    let none = agent.build(&turn());
+    assert!(task(&none).contains("No tools are available this turn, so do not write calls"));
+    let native = agent.build(&Turn { tools: Some(tools(&["read"]).into()), ..turn() });
+    assert!(task(&native).contains("act through your tools when the request needs it"));
+    agent.config("[prompt]\nexecution_bias = \"task\"\n[tools]\nnative_calling = false\n");
+    let text = agent.build(&Turn { tools: Some(tools(&["read"]).into()), ..turn() });
+    assert!(task(&text).contains("writing real <tool_call> tags"));
+    for b in [&none, &native, &text] {
+        assert!(task(b).contains("Do not summarise these instructions"));
+    }
+}
+
+/// 002 "Safety" (trash over rm; when in doubt ask before acting
+/// externally): `[prompt] safety_rules`, on by the zeroclaw preset.
+#[test]
+fn zeroclaws_safety_rules() {
+    let agent = Agent::new();
+    assert!(!agent.build(&turn()).stable.contains("trash"));
+    agent.config("[prompt]\nsafety_rules = [\"prefer_trash\", \"ask_before_external\", \"prefer_trash\"]\n");
+    let safety = agent.build(&turn()).stable;
+    let safety = safety.split("## Safety\n").nth(1).unwrap().split("\n\n").next().unwrap().to_string();
+    assert_eq!(safety.matches("`trash`").count(), 1, "{safety}");
+    assert!(safety.contains("ask before acting outside this workspace"));
+    let zeroclaw = preset_agent("zeroclaw", "").build(&turn());
+    assert!(zeroclaw.stable.contains("instead of removing them for good with `rm`"));
+}
+
+/// 001 (update_plan: non-trivial work only, one in_progress step, no
+/// repeated plan), when that tool exists.
+#[test]
+fn update_plan_rules_when_the_tool_exists() {
+    let agent = Agent::new();
+    assert!(!agent.build(&Turn { tools: Some(tools(&["read"]).into()), ..turn() }).prompt.contains("update_plan"));
+    let built = agent.build(&Turn { tools: Some(tools(&["read", "update_plan"]).into()), ..turn() });
+    let tooling = built.stable.split("## Tooling\n").nth(1).unwrap().split("\n\n").next().unwrap();
+    assert!(tooling
+        .contains("Use `update_plan` only for work of several non-trivial steps: keep exactly one step in progress"));
+    assert!(tooling.contains("do not repeat the whole plan"));
+}
+
+/// 001/003 "Reasoning": the current visibility level and the /reasoning
+/// toggle hint, in Runtime (`[runtime] reasoning`; on under openclaw).
+#[test]
+fn the_reasoning_level_and_its_toggle() {
+    let agent = Agent::new();
+    assert!(!agent.build(&turn()).dynamic.contains("/reasoning"));
+    agent.config("[runtime]\nreasoning = \"stream\"\n");
+    let runtime = agent.build(&turn()).dynamic;
+    assert!(runtime.contains("\nReasoning: stream (your reasoning is shown to the user only when it is on or stream). The user toggles it with /reasoning."), "{runtime}");
+    assert!(preset_agent("openclaw", "").build(&turn()).dynamic.contains("Reasoning: off"));
+}
+
+/// 003 "Voice (TTS)" and "Reactions" (MINIMAL / EXTENSIVE).
+#[test]
+fn voice_and_reactions_sections() {
+    let agent = Agent::new();
+    let plain = agent.build(&turn());
+    assert!(!plain.prompt.contains("## Voice") && !plain.prompt.contains("## Reactions"));
+    agent.config("[runtime]\nvoice = true\nreactions = \"minimal\"\n");
+    let built = agent.build(&turn());
+    assert!(built.stable.contains("## Voice\nYour replies may be spoken aloud"));
+    assert!(built.stable.contains("## Reactions\nYou can react to a message with an emoji. Do it rarely"));
+    agent.config("[agent]\npreset = \"openclaw\"\n[runtime]\nvoice = true\nreactions = \"extensive\"\n");
+    let openclaw = agent.build(&turn());
+    assert!(openclaw.stable.contains("## Voice (TTS)\n") && openclaw.stable.contains("as a person in this chat would"));
+}
+
+/// 003 "Messaging" names the `message` tool only when it exists.
+#[test]
+fn messaging_names_the_message_tool_only_when_the_turn_has_it() {
+    let agent = Agent::new();
+    agent.config("[runtime]\nmessaging = true\n");
+    let without = agent.build(&Turn { tools: Some(tools(&["read"]).into()), ..turn() });
+    assert!(without.stable.contains("You cannot message anyone else") && !without.prompt.contains("`message`"));
+    let with = agent.build(&Turn { tools: Some(tools(&["read", "message"]).into()), ..turn() });
+    assert!(with.stable.contains("use the `message` tool"));
+}
+
+/// 000 §4 (skills in full mode switch to the search form past 60 skills or
+/// about 3,000 tokens): configurable, with a diagnostic saying why.
+#[test]
+fn full_mode_switches_skills_to_the_search_form_past_a_count_or_a_share() {
+    let agent = Agent::new();
+    for i in 0..70 {
+        agent.skill(&format!("skill-{i:02}"), &format!("Does task number {i} for the workshop, with care."));
+    }
+    let built = agent.build(&turn());
+    assert!(!built.stable.contains("<available_skills>"), "70 skills: the search form");
+    assert!(built.stable.contains("## Skills\n70 skills are installed under skills/<name>/SKILL.md"));
+    assert!(diagnostic(&built, "skills_search_form")
+        .unwrap()
+        .contains("70 skills are more than [skills] search_above_count = 60"));
+    // A smaller share of a smaller budget switches too; a larger count limit keeps the list.
+    agent.config("[skills]\nsearch_above_count = 100\n");
+    assert!(agent.build(&turn()).stable.contains("<available_skills>"));
+    agent.config("[skills]\nsearch_above_count = 100\nsearch_above_share = 0.01\n");
+    let share = agent.build(&turn());
+    assert!(!share.stable.contains("<available_skills>"));
+    assert!(diagnostic(&share, "skills_search_form").unwrap().contains("search_above_share = 0.01"));
+    // With a skill_search tool, the hint names it.
+    let tool = agent.build(&Turn { tools: Some(tools(&["skill_search"]).into()), ..turn() });
+    assert!(tool.stable.contains("search them with `skill_search`"));
+}
+
+/// 000 "TEAM.md … Lead agents receive full orchestration instructions …
+/// Member agents receive a simplified version": `[team] role`.
+#[test]
+fn team_lead_and_member_roles() {
+    let agent = Agent::new();
+    let team = "[team]\nmembers = [{ name = \"ana\", role = \"research\" }]\n";
+    agent.config(team);
+    let neither = agent.build(&turn()).stable;
+    assert!(!neither.contains("You lead this team") && !neither.contains("You are a member of this team"));
+    agent.config(&format!("{team}role = \"lead\"\n"));
+    let lead = agent.build(&turn()).stable;
+    assert!(lead.contains(
+        "You lead this team. Split a request into tasks up front, give each to the member whose role fits it"
+    ));
+    agent.config(&format!("{team}role = \"member\"\n"));
+    let member = agent.build(&turn()).stable;
+    assert!(member.contains("You are a member of this team. Work the tasks you are given"));
+}
+
+/// 000 (AGENTS_CORE.md, AGENTS_TASK.md) and reference/goclaw.md §4.3 (the
+/// per-mode file allowlists): recognised files, and under the goclaw preset
+/// minimal keeps AGENTS_CORE.md, task AGENTS_TASK.md, instead of AGENTS.md.
+#[test]
+fn agents_core_and_task_files_per_mode() {
+    let agent = preset_agent("goclaw", "");
+    agent.file("AGENTS_CORE.md", "Core rules.").file("AGENTS_TASK.md", "Task rules.");
+    let names = |mode| {
+        let b = agent.build(&Turn { mode: Some(mode), ..turn() });
+        b.files.iter().filter(|f| f.injected_chars > 0).map(|f| f.name.clone()).collect::<Vec<_>>()
+    };
+    assert!(names(Mode::Full).contains(&"AGENTS_CORE.md".to_string()));
+    assert_eq!(names(Mode::Minimal), ["AGENTS_CORE.md"]);
+    let task = names(Mode::Task);
+    assert!(task.contains(&"AGENTS_TASK.md".to_string()) && !task.contains(&"AGENTS.md".to_string()), "{task:?}");
+    assert_eq!(names(Mode::None), ["TOOLS.md"]);
+}
+
+/// 002 `compact_context`: files at 6,000 characters, tools by name only, no
+/// Shell or Channel Capabilities section.
+#[test]
+fn zeroclaws_compact_context() {
+    let more = "[tools]\nnative_calling = false\ncredentialed_cli = \"gh is logged in.\"\n";
+    let agent = preset_agent("zeroclaw", more);
+    agent.file("AGENTS.md", &"Rule. ".repeat(2_000));
+    let turn = Turn { tools: Some(tools(&["exec", "read"]).into()), channel: Some("slack".into()), ..turn() };
+    let full = agent.build(&turn);
+    assert!(full.stable.contains("## Shell\n") && full.dynamic.contains("## Channel Capabilities"));
+    assert!(full.stable.contains("- exec: Does exec."));
+    agent
+        .config(&format!("[agent]\nid = \"seedbot\"\npreset = \"zeroclaw\"\n{more}[prompt]\ncompact_context = true\n"));
+    let compact = agent.build(&turn);
+    assert!(compact.stable.contains("## Tools\nTools available this turn: exec, read."), "{}", compact.stable);
+    assert!(!compact.prompt.contains("## Shell") && !compact.prompt.contains("## Channel Capabilities"));
+    let agents_md = compact.files.iter().find(|f| f.name == "AGENTS.md").unwrap();
+    assert!(agents_md.truncated && agents_md.injected_chars <= 6_000);
+    // The head-only cut in ZeroClaw's form: where it stopped, no "last 0".
+    assert!(compact.stable.contains("AGENTS.md: cut after") && !compact.stable.contains("and last 0"));
+}
+
+/// Audit defect 9: no first-run notice where no person is there to get to
+/// know (a heartbeat) or where BOOTSTRAP.md is not in the prompt (none).
+#[test]
+fn no_first_run_notice_in_heartbeats_or_none() {
+    let agent = agent_with_everything();
+    agent.file("BOOTSTRAP.md", "Ask the user's name.");
+    let heartbeat = agent.build(&Turn { heartbeat: true, ..turn() });
+    assert!(!ids(&heartbeat).contains(&"first_run".to_string()));
+    assert!(heartbeat.dynamic.contains("Ask the user's name."), "the file itself stays");
+    let none = agent.build(&Turn { mode: Some(Mode::None), ..turn() });
+    assert!(!none.prompt.contains("BOOTSTRAP.md"));
+}
+
+/// Audit defect 20: what proem changes or ignores in the caller's input is
+/// said, never silent.
+#[test]
+fn cleaned_tool_names_and_ignored_group_titles_are_reported() {
+    let agent = Agent::new();
+    let built = agent.build(&Turn { tools: Some(tools(&["x\ny"]).into()), group_title: Some("Lab".into()), ..turn() });
+    assert!(diagnostic(&built, "tool_name_cleaned").unwrap().contains("\"x\\ny\" as x y"), "{:?}", built.diagnostics);
+    assert!(diagnostic(&built, "group_title_ignored").unwrap().contains("--chat-kind group"));
+    let group =
+        agent.build(&Turn { chat_kind: Some(proem::ChatKind::Group), group_title: Some("Lab".into()), ..turn() });
+    assert!(diagnostic(&group, "group_title_ignored").is_none());
+}
+
+/// Audit defect 16 ("1 more tools"): counts agree with their nouns.
+#[test]
+fn one_mcp_tool_is_one_tool() {
+    let one = vec![proem::Tool { server: Some("linear".into()), ..tool("create_ticket") }];
+    let built = Agent::new().build(&Turn { mode: Some(Mode::Task), tools: Some(one.into()), ..turn() });
+    assert!(built.stable.contains("1 more tool comes from an MCP server (linear)."), "{}", built.stable);
 }

@@ -90,8 +90,9 @@ impl Section {
 pub struct StableOutput {
     /// Sections to add, or core sections (above the boundary) to replace.
     pub sections: Vec<Section>,
-    /// Text at the very top of the stable part (a provider's contract); the
-    /// same text from two plugins appears once.
+    /// Text for the stable part (a provider's contract), where the layout's
+    /// `stable_prefix` is (proem's own layout: after the execution
+    /// guidance, before Safety); the same text from two plugins appears once.
     pub prefix: Option<String>,
 }
 

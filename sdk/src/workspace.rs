@@ -22,7 +22,13 @@ pub fn read_to_string(relative: &str) -> Result<String, String> {
         return Err(format!("{relative:?} is not a path inside the agent directory"));
     }
     let root = root().map_err(|e| format!("{relative}: {e}"))?;
-    std::fs::read_to_string(root.join(relative)).map_err(|e| format!("{relative}: {e}"))
+    std::fs::read_to_string(root.join(relative)).map_err(|e| match e.kind() {
+        // WASI's own words ("No such file or directory (os error 44)") name
+        // a WASI errno; the plugin's reader wants the plain fact.
+        std::io::ErrorKind::NotFound => format!("{relative}: not found in the agent directory"),
+        std::io::ErrorKind::InvalidData => format!("{relative}: not valid UTF-8 text"),
+        _ => format!("{relative}: {e}"),
+    })
 }
 
 #[cfg(target_arch = "wasm32")]

@@ -326,10 +326,11 @@ impl Assembler {
         let mut diagnostics = self.config_notes();
         let resolved = self.resolve_turn(turn, now)?;
         let read = self.read_workspace(turn, &resolved, generation, tools_hash, plugin_memo, &mut diagnostics)?;
+        diagnostics.extend(resolved.notes.iter().cloned());
         let ctx = self.plugin_context(&resolved, &read);
         let mut run = BuildRun::default();
         let files = self.run_bootstrap_hooks(ctx.as_ref(), read.files, &resolved, &mut run, read.plugin_memo)?;
-        let inputs = self.core_inputs(&resolved, files, read.skills, read.tools);
+        let inputs = self.core_inputs(&resolved, files, read.skills, read.tools, &mut diagnostics);
         let own_counter;
         let counter = match self.caching.token_counts {
             true => shared_counter(resolved.tokenizer),

@@ -102,6 +102,17 @@ impl FileGroup {
     }
 }
 
+/// The group a file goes to under `layout`: [`group_of`], except that a
+/// layout without a persona section keeps SOUL.md and IDENTITY.md with the
+/// project files (OpenClaw, ZeroClaw): a file never leaves the prompt
+/// because a layout has no place of its own for it.
+pub fn group_in(name: &str, layout: &crate::layout::Layout) -> FileGroup {
+    match group_of(name) {
+        FileGroup::Persona if !layout.has(ids::PERSONA) => FileGroup::Project,
+        group => group,
+    }
+}
+
 /// The group a file name belongs to (by its [`canonical_name`]).
 pub fn group_of(name: &str) -> FileGroup {
     match &*canonical_name(name) {
@@ -224,6 +235,30 @@ pub struct InjectedFile {
     pub text: String,
     /// Report row.
     pub report: FileReport,
+    /// Which cap cut it, when one did.
+    pub cut_by: Option<Cap>,
+}
+
+/// The cap that cut a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cap {
+    /// `[budget] per_file_chars` (6,000 under compact context).
+    PerFile,
+    /// What `[budget] total_file_chars` had left after the files before it.
+    Total,
+    /// The token budget (the budget stage's tighter cap).
+    Budget,
+}
+
+impl Cap {
+    /// In words, with the key that raises it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Cap::PerFile => "per-file cap; raise [budget] per_file_chars to keep more",
+            Cap::Total => "total file cap, spent on the files before it; raise [budget] total_file_chars to keep more",
+            Cap::Budget => "token budget",
+        }
+    }
 }
 
 /// Caps and neutralises the files that `mode` renders. Stable files are
@@ -239,18 +274,15 @@ pub fn inject(
 ) -> Vec<InjectedFile> {
     // A file is injected only when its group's section is in this mode, so
     // the report never counts a file the prompt does not show.
-    let shown =
-        |group: FileGroup| crate::section::core_spec(group.section_id()).is_some_and(|s| s.modes.contains(mode));
-    let mut order: Vec<(FileGroup, usize)> = files
-        .iter()
-        .enumerate()
-        .filter(|(_, f)| shown(group_of(&f.name)))
-        .map(|(i, f)| (group_of(&f.name), i))
-        .collect();
+    let layout = config.layout();
+    let shown = |group: FileGroup| layout.mode(mode).has(group.section_id());
+    let mut order: Vec<(FileGroup, usize)> =
+        files.iter().enumerate().map(|(i, f)| (group_in(&f.name, layout), i)).filter(|(g, _)| shown(*g)).collect();
     // Stable groups first; within a group, load order, but the onboarding
     // file first of the per-turn files (GoClaw's bootstrap-time order).
     order.sort_by_key(|&(g, i)| (g == FileGroup::Dynamic, files[i].name != "BOOTSTRAP.md", i));
     let b = &config.budget;
+    let per_file = config.per_file_chars();
     let mut remaining = b.total_file_chars;
     let mut out = Vec::with_capacity(order.len());
     for (group, i) in order {
@@ -264,21 +296,24 @@ pub fn inject(
             source: WORKSPACE_SOURCE.into(),
         };
         let mut text = String::new();
+        let mut cut_by = None;
         if let Some(raw) = file.text() {
             let safe = neutralize_cow(raw);
             report.raw_chars = file.chars();
-            let mut cap = b.per_file_chars.min(remaining);
-            if let Some(o) = overrides.get(&file.name) {
-                cap = cap.min(*o);
+            let (mut cap, mut by) =
+                if remaining < per_file { (remaining, Cap::Total) } else { (per_file, Cap::PerFile) };
+            if let Some(o) = overrides.get(&file.name).filter(|o| **o < cap) {
+                (cap, by) = (*o, Cap::Budget);
             }
             if remaining < MIN_REMAINING_CHARS && !safe.is_empty() {
-                cap = 0;
+                (cap, by) = (0, Cap::Total);
             }
             let cut = head_tail(&safe, cap, b.head_ratio, b.tail_ratio, &one_line(&file.name, 80));
             report.truncated = cut.truncated;
             report.injected_chars = char_len(&cut.text);
             remaining = remaining.saturating_sub(report.injected_chars);
             text = cut.text;
+            cut_by = report.truncated.then_some(by);
         } else if let Some(marker) = missing_marker(config.bootstrap.missing_marker, &file.name, workspace_path) {
             // The agent learns the file is absent and where it belongs.
             text = marker;
@@ -287,22 +322,23 @@ pub fn inject(
             }
             report.injected_chars = char_len(&text);
         }
-        out.push(InjectedFile { name: file.name.clone(), group, text, report });
+        out.push(InjectedFile { name: file.name.clone(), group, text, report, cut_by });
     }
     out
 }
 
 /// The marker a missing file gets, if any: OpenClaw's `[MISSING] Expected
-/// at: <path>` for the standard files an agent is expected to have (not
-/// BOOTSTRAP.md, present on first runs only, nor HEARTBEAT.md); ZeroClaw's
-/// `[File not found: NAME]` for every missing standard file.
+/// at: <path>` and ZeroClaw's `[File not found: NAME]`, for the standard
+/// files an agent is expected to have. Never BOOTSTRAP.md (present on a
+/// first run only: its absence is the ordinary case) nor HEARTBEAT.md
+/// (read in heartbeat turns only, where OpenClaw marks it and ZeroClaw
+/// never loads it).
 fn missing_marker(style: MissingMarker, name: &str, workspace_path: &str) -> Option<String> {
-    if !STANDARD_FILES.contains(&name) {
+    if !STANDARD_FILES.contains(&name) || matches!(name, "BOOTSTRAP.md" | "HEARTBEAT.md") {
         return None;
     }
     match style {
         MissingMarker::Off => None,
-        MissingMarker::ExpectedAt if matches!(name, "BOOTSTRAP.md" | "HEARTBEAT.md") => None,
         MissingMarker::ExpectedAt => {
             let at = format!("{}/{name}", workspace_path.trim_end_matches('/'));
             Some(format!("[MISSING] Expected at: {}", neutralize_cow(&at)))
@@ -389,6 +425,7 @@ mod tests {
                 missing: false,
                 source: WORKSPACE_SOURCE.into(),
             },
+            cut_by: None,
         };
         assert!(wrap(&f, AgentKind::Open).contains("<context_file name=\"AGENTS.md\">\nhi\n</context_file>"));
         assert!(wrap(&f, AgentKind::Predefined).contains("</internal_config>"));

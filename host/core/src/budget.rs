@@ -17,9 +17,10 @@
 //! exceed the budget the build fails saying by how much.
 
 use crate::bootstrap::FileGroup;
+use crate::config::TruncationNotice;
 use crate::core_sections::{self, CoreInputs, CoreRender, Knobs};
 use crate::error::ProemError;
-use crate::render::{join, merge, order, Joined};
+use crate::render::{join, merge, order_in, replaced_ids, Joined};
 use crate::report::Diagnostic;
 use crate::section::{core_key, ids, CutClass, Section, Zone, CORE_SOURCE};
 use crate::skills::SkillsForm;
@@ -73,20 +74,30 @@ pub fn fit(
     diagnostics: &mut Vec<Diagnostic>,
     mut ahead: Option<CoreRender>,
 ) -> Result<Fitted, ProemError> {
-    let untouched = Knobs::untouched(inputs);
+    let layout = inputs.stable.config.layout().mode(inputs.stable.mode);
+    // OpenClaw's `none` is the identity line: nothing contributed joins it.
+    let contributed = if core_sections::identity_only(&inputs.stable) { &[] } else { contributed };
+    let plain = Knobs::untouched(inputs);
+    // What the contributed sections replace shapes the core render (the
+    // reminder never names replaced text): it is known before any cut.
+    let untouched = Knobs { replaced: replaced_ids(contributed, layout), ..plain.clone() };
     let mut knobs = untouched.clone();
+    // The knobs once `[skills] max_tokens` holds: what the budget turned
+    // after that is the budget's doing.
+    let mut capped: Option<Knobs> = None;
     // Both depend on the protected sections alone, which no knob changes:
     // counted once.
     let mut stable_limit = None;
     let mut protected = None;
     for _ in 0..MAX_STEPS {
         let mut render = match ahead.take() {
-            Some(render) if knobs == untouched => render,
+            // Counted ahead with nothing replaced: only then is it this render.
+            Some(render) if knobs == plain => render,
             _ => core_sections::render(inputs, &knobs),
         };
         let kept: Vec<Section> = contributed.iter().filter(|s| !knobs.dropped.contains(&s.key())).cloned().collect();
         // The core sections move into the merge (`Fitted::sections` has them).
-        let (sections, merge_notes) = merge(std::mem::take(&mut render.sections), &kept, inputs.stable.mode);
+        let (sections, merge_notes) = merge(std::mem::take(&mut render.sections), &kept, layout);
         let joined = join(&sections);
         let stable_limit = *stable_limit.get_or_insert_with(|| {
             let protected_stable: Vec<Section> =
@@ -102,6 +113,7 @@ pub fn fit(
                 continue;
             }
         }
+        let capped_knobs = capped.get_or_insert_with(|| knobs.clone()).clone();
         let (stable_tokens, stable_xxh3) = counter.count_hashed(&joined.stable);
         if stable_tokens > stable_limit {
             if turn_one_knob(
@@ -120,7 +132,12 @@ pub fn fit(
         let total = counter.count(&joined.prompt);
         if total <= budget {
             diagnostics.extend(merge_notes);
-            report_cuts(inputs, contributed, &untouched, &knobs, diagnostics);
+            report_cuts(
+                inputs,
+                contributed,
+                &Cuts { untouched: &untouched, capped: &capped_knobs, knobs: &knobs },
+                diagnostics,
+            );
             return Ok(Fitted { render, sections, joined, total_tokens: total, stable_tokens, stable_xxh3, knobs });
         }
         let needed = *protected.get_or_insert_with(|| protected_tokens(&sections, counter));
@@ -134,7 +151,7 @@ pub fn fit(
     // Every optional section is gone and it still does not fit: the stable
     // part as fitted plus the protected dynamic sections is what it needs.
     let render = core_sections::render(inputs, &knobs);
-    let (sections, _) = merge(render.sections, &[], inputs.stable.mode);
+    let (sections, _) = merge(render.sections, &[], layout);
     let kept: Vec<Section> = sections.into_iter().filter(|s| s.zone == Zone::Stable || s.protected).collect();
     let needed = counter.count(&join(&kept).prompt).max(protected_tokens(&kept, counter));
     Err(ProemError::BudgetTooSmall { needed, budget, over: needed.saturating_sub(budget) })
@@ -160,7 +177,7 @@ pub fn count_ahead(inputs: &CoreInputs, counter: &TokenCounter) -> CoreRender {
     // Merged with nothing contributed, the core sections are only put in
     // prompt order. The stable part needs no count of its own: its pieces
     // are the sections' and the prompt's.
-    order(&mut render.sections);
+    order_in(&mut render.sections, inputs.stable.config.layout().mode(inputs.stable.mode));
     counter.count(&join(&render.sections).prompt);
     render
 }
@@ -185,9 +202,17 @@ fn turn_one_knob(
     let in_zone: Vec<&Section> = sections.iter().filter(|s| s.zone == zone).collect();
     let present = |class: CutClass| in_zone.iter().copied().filter(move |s| s.cut_class() == Some(class));
 
-    // Third-party sections before anything of the operator's.
+    // Third-party sections before anything of the operator's. A
+    // replacement goes with the core section it replaced: cutting it never
+    // brings back what the plugin took out (an AIEOS persona never gives
+    // way to SOUL.md).
     if let Some(last) = present(CutClass::ThirdParty).next_back() {
         knobs.dropped.insert(last.key());
+        let replaces_core = last.slot.placement() == crate::section::Placement::At
+            && crate::section::core_spec(last.slot.anchor_id()).is_some();
+        if replaces_core {
+            knobs.dropped.insert(core_key(&last.id));
+        }
         return true;
     }
 
@@ -210,28 +235,81 @@ fn turn_one_knob(
         return true;
     }
 
-    // Largest file of this part first.
-    let candidate = render
+    // Largest file of this part first, each cut to its new cap.
+    let notices = inputs.stable.config.bootstrap.truncation_notice != TruncationNotice::Off;
+    let mut candidates: Vec<(&crate::bootstrap::InjectedFile, usize)> = render
         .files
         .iter()
         .filter(|f| f.report.injected_chars > 0 && in_zone.iter().any(|s| s.key() == core_key(f.group.section_id())))
-        .max_by_key(|f| (f.report.injected_chars, std::cmp::Reverse(f.name.clone())));
-    if let Some(file) = candidate {
-        let chars = file.report.injected_chars;
-        let tokens = counter.count(&file.text).max(1);
-        let chars_per_token = chars as f64 / tokens as f64;
-        let reduce = ((excess as f64 * chars_per_token * 1.1) as usize).saturating_add(64).max(chars / 4);
-        let new_cap = chars.saturating_sub(reduce);
-        knobs.file_caps.insert(file.name.clone(), if new_cap < MIN_FILE_CHARS { 0 } else { new_cap });
+        .map(|f| (f, new_file_cap(f, excess, counter)))
+        // A file cut to nothing leaves a notice in its place: never one
+        // longer than the file (keep the file; other cuts come next).
+        .filter(|(f, cap)| {
+            let noticed = notices || core_sections::named_elsewhere(&f.name);
+            !(noticed && *cap == 0 && notice_outweighs(f))
+        })
+        .collect();
+    candidates.sort_by_key(|(f, _)| (std::cmp::Reverse(f.report.injected_chars), f.name.clone()));
+    if let Some((file, cap)) = candidates.first() {
+        knobs.file_caps.insert(file.name.clone(), *cap);
         return true;
     }
 
-    // Other optional sections (and empty file sections): the last one first.
-    if let Some(last) = in_zone.iter().rev().find(|s| s.cut_class().is_some()) {
-        knobs.dropped.insert(last.key());
-        return true;
+    // Other optional sections (and empty file sections): the last one
+    // first. A section another one names goes after it: the one naming it
+    // is dropped first when it is in this part, and when it is not (it is
+    // above the boundary, out of this phase's reach) the named one stays.
+    for candidate in in_zone.iter().rev().filter(|s| s.cut_class().is_some()) {
+        let naming = sections
+            .iter()
+            .find(|s| s.source == crate::section::Source::Core && names(&s.id) == Some(candidate.id.as_str()));
+        match naming {
+            None => {
+                knobs.dropped.insert(candidate.key());
+                return true;
+            }
+            Some(n) if n.zone == zone && n.cut_class().is_some() => {
+                knobs.dropped.insert(n.key());
+                return true;
+            }
+            Some(_) => continue,
+        }
     }
     false
+}
+
+/// The section a core section names in its text, which must stay while it
+/// does: the workspace-files note names Project Context, the first-run
+/// notice BOOTSTRAP.md among the per-turn files.
+fn names(id: &str) -> Option<&'static str> {
+    match id {
+        ids::WORKSPACE_FILES_NOTE => Some(ids::PROJECT_CONTEXT),
+        ids::FIRST_RUN => Some(ids::DYNAMIC_FILES),
+        _ => None,
+    }
+}
+
+/// The tighter cap the budget gives a file `excess` tokens over: about
+/// that many tokens fewer (a quarter of it at least), or nothing when
+/// less than [`MIN_FILE_CHARS`] would be left.
+fn new_file_cap(file: &crate::bootstrap::InjectedFile, excess: usize, counter: &TokenCounter) -> usize {
+    let chars = file.report.injected_chars;
+    let tokens = counter.count(&file.text).max(1);
+    let chars_per_token = chars as f64 / tokens as f64;
+    let reduce = ((excess as f64 * chars_per_token * 1.1) as usize).saturating_add(64).max(chars / 4);
+    let new_cap = chars.saturating_sub(reduce);
+    if new_cap < MIN_FILE_CHARS {
+        0
+    } else {
+        new_cap
+    }
+}
+
+/// Whether the notice a file cut to nothing leaves
+/// ([`core_sections::cut_notice`]) is longer than the text it would stand for.
+fn notice_outweighs(file: &crate::bootstrap::InjectedFile) -> bool {
+    let notice = core_sections::cut_notice(&file.name, file.report.raw_chars);
+    crate::text::char_len(&notice) >= file.report.injected_chars
 }
 
 /// Shrinks the skills section: compact form, then fewer skills, then none.
@@ -247,17 +325,22 @@ fn turn_skills_knob(sections: &[Section], knobs: &mut Knobs, excess: usize, coun
     }
 }
 
-/// One diagnostic per knob the budget turned.
-fn report_cuts(
-    inputs: &CoreInputs,
-    contributed: &[Section],
-    untouched: &Knobs,
-    knobs: &Knobs,
-    diagnostics: &mut Vec<Diagnostic>,
-) {
+/// The knobs as the budget stage left them: before any cut, once
+/// `[skills] max_tokens` held, and at the end.
+struct Cuts<'k> {
+    untouched: &'k Knobs,
+    capped: &'k Knobs,
+    knobs: &'k Knobs,
+}
+
+/// One diagnostic per knob turned, each saying whose cut it was: the
+/// skills section's own cap (`skills_capped`) or the token budget.
+fn report_cuts(inputs: &CoreInputs, contributed: &[Section], cuts: &Cuts, diagnostics: &mut Vec<Diagnostic>) {
+    let Cuts { untouched, capped, knobs } = *cuts;
     if knobs == untouched {
         return;
     }
+    let layout = inputs.stable.config.layout().mode(inputs.stable.mode);
     if knobs.dropped.contains(&core_key(ids::EXTRA_CONTEXT)) {
         diagnostics
             .push(Diagnostic::warn("budget_extra_dropped", "the extra prompt was left out to fit the token budget"));
@@ -268,7 +351,22 @@ fn report_cuts(
         ));
     }
     let total = inputs.stable.skills.len();
-    if knobs.dropped.contains(&core_key(ids::SKILLS)) {
+    let skills_key = core_key(ids::SKILLS);
+    let skills_state = |k: &Knobs| (k.skills_form, k.skills_count, k.dropped.contains(&skills_key));
+    if skills_state(capped) != skills_state(untouched) && skills_state(capped) == skills_state(knobs) {
+        // The skills section's own cap did it all; the budget nothing.
+        let cap = inputs.stable.config.skills.max_tokens.unwrap_or(0);
+        let what = if knobs.dropped.contains(&skills_key) {
+            format!("the skills section ({total} skills) was left out")
+        } else {
+            format!(
+                "skills: {} of {total} listed{}",
+                knobs.skills_count.min(total),
+                if knobs.skills_form == SkillsForm::Compact { " in compact form" } else { "" }
+            )
+        };
+        diagnostics.push(Diagnostic::info("skills_capped", format!("{what} to fit [skills] max_tokens = {cap}")));
+    } else if knobs.dropped.contains(&skills_key) {
         diagnostics.push(Diagnostic::warn(
             "budget_skills_dropped",
             format!("the skills section ({total} skills) was left out to fit the token budget"),
@@ -292,20 +390,29 @@ fn report_cuts(
         };
         diagnostics.push(Diagnostic::warn("budget_file_shrunk", message));
     }
-    for (source, id) in &knobs.dropped {
-        if *source != CORE_SOURCE || (id != ids::EXTRA_CONTEXT && id != ids::SKILLS) {
-            diagnostics.push(Diagnostic::warn(
-                "budget_section_dropped",
-                format!("section {id} ({source}) was left out to fit the token budget"),
-            ));
+    for (source, id) in knobs.dropped.difference(&capped.dropped) {
+        if *source == CORE_SOURCE && (id == ids::EXTRA_CONTEXT || id == ids::SKILLS) {
+            continue;
         }
+        let with_replacement = *source == CORE_SOURCE && knobs.dropped.iter().any(|(s, i)| s != CORE_SOURCE && i == id);
+        let message = if with_replacement {
+            format!("section {id} ({source}) stays out with the plugin section that replaced it, which was left out to fit the token budget")
+        } else {
+            format!("section {id} ({source}) was left out to fit the token budget")
+        };
+        diagnostics.push(Diagnostic::warn("budget_section_dropped", message));
     }
-    let stable_cut = knobs.skills_form != untouched.skills_form
-        || knobs.skills_count != untouched.skills_count
-        || knobs.dropped.iter().any(|(source, id)| {
-            source == CORE_SOURCE && crate::section::core_spec(id).is_some_and(|s| s.zone == Zone::Stable)
-        })
-        || knobs.file_caps.keys().any(|name| crate::bootstrap::group_of(name) != FileGroup::Dynamic)
+    // What the budget (not the skills cap) cut above the boundary.
+    let stable_cut = knobs.skills_form != capped.skills_form
+        || knobs.skills_count != capped.skills_count
+        || knobs
+            .dropped
+            .difference(&capped.dropped)
+            .any(|(source, id)| source == CORE_SOURCE && layout.zone(id) == Zone::Stable)
+        || knobs
+            .file_caps
+            .keys()
+            .any(|name| crate::bootstrap::group_in(name, inputs.stable.config.layout()) != FileGroup::Dynamic)
         || contributed.iter().any(|s| s.zone == Zone::Stable && knobs.dropped.contains(&s.key()));
     if stable_cut {
         diagnostics.push(Diagnostic::info(
@@ -364,6 +471,7 @@ mod tests {
                 tools: Arc::new(Vec::new()),
                 workspace_path: "/w".into(),
                 owners: Vec::new(),
+                budget_tokens: 24_000,
                 memos: None,
             },
             turn: TurnInputs {

@@ -44,8 +44,16 @@ pub struct Config {
     pub team: TeamConfig,
     /// `[skills]`
     pub skills: SkillsConfig,
+    /// `[prompt]`: wording variants of sections (the presets turn some on).
+    pub prompt: PromptConfig,
+    /// `[layout]`: changes to the layout (see [`crate::layout`]).
+    pub layout: crate::layout::LayoutConfig,
     /// `[[plugins]]`
     pub plugins: Vec<PluginConfig>,
+    /// The layout in use: the preset's (or the default), with `[layout]`
+    /// applied and checked when the config is parsed.
+    #[serde(skip)]
+    pub active_layout: crate::layout::Layout,
 }
 
 /// Open agents treat their files as user-editable context; predefined agents
@@ -100,9 +108,11 @@ pub enum NoneMode {
     IdentityOnly,
 }
 
-/// A set of defaults that reproduces another system's prompt structure.
-/// Each is a TOML document (`host/src/presets/`) laid under the agent's
-/// proem.toml: what the agent sets wins, key by key.
+/// A set of defaults that reproduces another system's prompt: its layout
+/// (the sections it has, in its order, under its headings, per mode and
+/// zone) and its config defaults. Each is a TOML document
+/// (`host/core/src/presets/`) laid under the agent's proem.toml: what the
+/// agent sets wins, key by key (`[layout]` changes the preset's layout).
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum Preset {
@@ -179,7 +189,7 @@ impl Default for AgentConfig {
 
 /// `[skills]`: which skills are listed, where they come from, how much of
 /// the prompt they may take.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct SkillsConfig {
     /// Only these skills (by name, ignoring case) are listed; unset: all.
@@ -193,8 +203,82 @@ pub struct SkillsConfig {
     pub max_tokens: Option<usize>,
     /// More skill folders after `skills/`, in precedence order (relative to
     /// the agent directory, e.g. shared or managed skills): the first
-    /// folder that has a skill name wins.
+    /// folder that has a name wins.
     pub folders: Vec<String>,
+    /// The form of the skills section in each mode.
+    pub forms: SkillForms,
+    /// In full mode, more skills than this switch the list to the search
+    /// form (GoClaw: 60).
+    pub search_above_count: usize,
+    /// In full mode, a list estimated above this share of the token budget
+    /// switches to the search form (GoClaw: 3,000 tokens of 24,000).
+    pub search_above_share: f64,
+}
+
+impl Default for SkillsConfig {
+    fn default() -> Self {
+        SkillsConfig {
+            allow: None,
+            pinned: Vec::new(),
+            max_tokens: None,
+            folders: Vec::new(),
+            forms: SkillForms::default(),
+            search_above_count: 60,
+            search_above_share: 0.125,
+        }
+    }
+}
+
+/// `[skills.forms]`: what the skills section shows in each mode.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct SkillForms {
+    /// Full mode (default `list`).
+    pub full: SkillForm,
+    /// Task mode (default `search`).
+    pub task: SkillForm,
+    /// Minimal mode (default `pinned`).
+    pub minimal: SkillForm,
+    /// None mode (default `pinned`).
+    pub none: SkillForm,
+}
+
+impl Default for SkillForms {
+    fn default() -> Self {
+        SkillForms {
+            full: SkillForm::List,
+            task: SkillForm::Search,
+            minimal: SkillForm::Pinned,
+            none: SkillForm::Pinned,
+        }
+    }
+}
+
+impl SkillForms {
+    /// The form for `mode`.
+    pub fn of(&self, mode: Mode) -> SkillForm {
+        match mode {
+            Mode::Full => self.full,
+            Mode::Task => self.task,
+            Mode::Minimal => self.minimal,
+            Mode::None => self.none,
+        }
+    }
+}
+
+/// One mode's form of the skills section.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum SkillForm {
+    /// Every skill with its description (the search form past
+    /// `search_above_count` / `search_above_share` in full mode).
+    List,
+    /// How to find a skill, plus the pinned ones.
+    Search,
+    /// The pinned skills alone.
+    Pinned,
+    /// No skills section.
+    Off,
 }
 
 /// `[team]`: GoClaw's team context. When it names members or delegates,
@@ -209,6 +293,19 @@ pub struct TeamConfig {
     /// The team's shared folder, relative to the agent directory; its
     /// TEAM.md is read as a project file.
     pub workspace: Option<String>,
+    /// This agent's place in the team: `lead` (dispatches and follows up)
+    /// or `member` (works its tasks, reports back); unset: neither said.
+    pub role: Option<TeamRole>,
+}
+
+/// An agent's place in its team (GoClaw's lead and member TEAM.md).
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum TeamRole {
+    /// Splits the work into tasks and assigns them.
+    Lead,
+    /// Works the tasks it is given.
+    Member,
 }
 
 /// One member of `[team] members`.
@@ -245,9 +342,15 @@ pub struct SessionsConfig {
     /// The mode a sub-agent session (`…:subagent:…` key) is capped at
     /// (default `task`; OpenClaw gives sub-agents `minimal`).
     pub subagent_mode: Mode,
-    /// The extra prompt's heading in sub-agent sessions (default: by mode,
-    /// "Subagent Context" in minimal, else "Additional Context").
+    /// The extra prompt's heading in sub-agent sessions (default: the
+    /// layout's heading for the mode).
     pub subagent_heading: Option<String>,
+    /// The mode a cron session (`…:cron:<job>` key) is capped at (default
+    /// `task`; OpenClaw: `minimal`).
+    pub cron_mode: Mode,
+    /// The mode a heartbeat session is capped at (default `minimal`;
+    /// OpenClaw keeps heartbeats `full`).
+    pub heartbeat_mode: Mode,
     /// The exact reply a heartbeat turn gives when nothing needs attention
     /// (default `HEARTBEAT_OK`).
     pub heartbeat_ack: String,
@@ -274,6 +377,8 @@ impl Default for SessionsConfig {
         SessionsConfig {
             subagent_mode: Mode::Task,
             subagent_heading: None,
+            cron_mode: Mode::Task,
+            heartbeat_mode: Mode::Minimal,
             heartbeat_ack: "HEARTBEAT_OK".into(),
             silent_token: "NO_REPLY".into(),
             clock: None,
@@ -376,6 +481,33 @@ pub struct BootstrapConfig {
     /// does that, and then group and direct chats have two stable parts
     /// (each cached on its own).
     pub memory_in_group_chats: bool,
+    /// The files each lighter mode keeps (GoClaw's per-mode allowlists);
+    /// a mode not set keeps every file.
+    pub mode_files: ModeFiles,
+}
+
+/// `[bootstrap.mode_files]`: the files `task`, `minimal` and `none` keep.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ModeFiles {
+    /// Files task mode keeps.
+    pub task: Option<Vec<String>>,
+    /// Files minimal mode keeps.
+    pub minimal: Option<Vec<String>>,
+    /// Files none mode keeps.
+    pub none: Option<Vec<String>>,
+}
+
+impl ModeFiles {
+    /// The files `mode` keeps; `None`: all of them.
+    pub fn of(&self, mode: Mode) -> Option<&[String]> {
+        match mode {
+            Mode::Full => None,
+            Mode::Task => self.task.as_deref(),
+            Mode::Minimal => self.minimal.as_deref(),
+            Mode::None => self.none.as_deref(),
+        }
+    }
 }
 
 impl Default for BootstrapConfig {
@@ -389,6 +521,7 @@ impl Default for BootstrapConfig {
             heartbeat_file: true,
             truncation_notice: TruncationNotice::Once,
             memory_in_group_chats: true,
+            mode_files: ModeFiles::default(),
         }
     }
 }
@@ -499,6 +632,197 @@ pub struct RuntimeConfig {
     /// OpenClaw's Messaging section: replies go to the current chat; other
     /// chats only through the message tool.
     pub messaging: bool,
+    /// The reasoning visibility of the session (`off`, `on`, `stream`):
+    /// stated in the runtime section with how to toggle it (OpenClaw's
+    /// Reasoning line); unset, no line.
+    pub reasoning: Option<ReasoningLevel>,
+    /// Replies can be spoken (text to speech): the Voice section says how.
+    pub voice: bool,
+    /// How the agent may react to messages with emoji: `minimal` or
+    /// `extensive` (OpenClaw's Reactions); unset, no section.
+    pub reactions: Option<Reactions>,
+}
+
+/// Whether the model's reasoning is shown to the user.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ReasoningLevel {
+    /// Hidden.
+    Off,
+    /// Shown after the reply.
+    On,
+    /// Streamed as it comes.
+    Stream,
+}
+
+impl ReasoningLevel {
+    /// Its name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReasoningLevel::Off => "off",
+            ReasoningLevel::On => "on",
+            ReasoningLevel::Stream => "stream",
+        }
+    }
+}
+
+/// How freely the agent reacts with emoji.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Reactions {
+    /// Rarely, to acknowledge.
+    Minimal,
+    /// Often, as part of the conversation.
+    Extensive,
+}
+
+/// `[prompt]`: wording variants of core sections. proem's defaults are its
+/// own; the presets turn on their systems' variants, and any agent may.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct PromptConfig {
+    /// `bias` (proem's Execution Bias bullets, left out when the turn has
+    /// no tools) or `task` (ZeroClaw's Your Task framing, with its no-tools,
+    /// native and text-protocol variants).
+    pub execution_bias: ExecutionBiasStyle,
+    /// Extra Safety rules: `prefer_trash` (recoverable deletes),
+    /// `ask_before_external` (ask before acting outside the workspace).
+    pub safety_rules: Vec<SafetyRule>,
+    /// Modes whose Safety is the slim text (default task, minimal, none).
+    pub slim_safety_in: Vec<Mode>,
+    /// `always` (Tooling lists the tools) or `text_protocol` (only when
+    /// tools are called through the text protocol, ZeroClaw: native tool
+    /// definitions already carry them).
+    pub tool_list: ToolList,
+    /// Long-running work and sub-agent guidance inside Tooling (OpenClaw)
+    /// instead of sections of their own.
+    pub guidance_in_tooling: bool,
+    /// `by_turn` (the silent-reply rule in group chats and optional turns)
+    /// or `always` (a Silent Replies section in every full prompt, OpenClaw).
+    pub silent_replies: SilentReplies,
+    /// `heartbeat_turns` (the heartbeat contract in heartbeat turns only)
+    /// or `every_turn` (OpenClaw: every full prompt explains heartbeats).
+    pub heartbeats: HeartbeatGuidance,
+    /// `with_channel` (Channel Capabilities when the turn names a channel)
+    /// or `always` (ZeroClaw: every prompt, channel or not).
+    pub channel_capabilities: ChannelCapabilities,
+    /// ZeroClaw's compact context: files capped at 6,000 characters, tools
+    /// listed by name only, no Shell or Channel Capabilities section.
+    pub compact_context: bool,
+    /// `files_or_tools` (Memory when MEMORY.md is loaded or a `memory_*`
+    /// tool is listed) or `tools` (only with a memory tool, OpenClaw).
+    pub memory_recall: MemoryRecall,
+    /// `all` (a formatting hint for every channel proem knows) or
+    /// `plain_text_only` (only for channels that cannot render Markdown,
+    /// as GoClaw hints Zalo alone).
+    pub channel_hints: ChannelHints,
+    /// While BOOTSTRAP.md is in the prompt of an open agent, keep the
+    /// prompt to onboarding (GoClaw): no Execution Bias, Tool Call Style,
+    /// credentialed CLI, Voice, Self-Evolution, skills, MCP tools, team,
+    /// sandbox, owners, sub-agent guidance or reminder.
+    pub first_run_focus: bool,
+}
+
+/// When the Memory section is shown.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum MemoryRecall {
+    /// MEMORY.md loaded or a memory tool listed.
+    FilesOrTools,
+    /// A memory tool listed.
+    Tools,
+}
+
+/// Which channels get a formatting hint.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ChannelHints {
+    /// Every channel proem knows.
+    All,
+    /// Channels that show plain text only.
+    PlainTextOnly,
+}
+
+impl Default for PromptConfig {
+    fn default() -> Self {
+        PromptConfig {
+            execution_bias: ExecutionBiasStyle::Bias,
+            safety_rules: Vec::new(),
+            slim_safety_in: vec![Mode::Task, Mode::Minimal, Mode::None],
+            tool_list: ToolList::Always,
+            guidance_in_tooling: false,
+            silent_replies: SilentReplies::ByTurn,
+            heartbeats: HeartbeatGuidance::HeartbeatTurns,
+            channel_capabilities: ChannelCapabilities::WithChannel,
+            compact_context: false,
+            memory_recall: MemoryRecall::FilesOrTools,
+            channel_hints: ChannelHints::All,
+            first_run_focus: false,
+        }
+    }
+}
+
+/// The per-file cap under `compact_context` (ZeroClaw's).
+pub const COMPACT_FILE_CHARS: usize = 6_000;
+
+/// How execution_bias is worded.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ExecutionBiasStyle {
+    /// proem's bullets.
+    Bias,
+    /// ZeroClaw's "Your Task" framing.
+    Task,
+}
+
+/// An optional Safety rule.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum SafetyRule {
+    /// Delete recoverably (a trash command) rather than for good.
+    PreferTrash,
+    /// Ask before anything that acts outside the workspace.
+    AskBeforeExternal,
+}
+
+/// When Tooling lists the tools.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolList {
+    /// Every prompt.
+    Always,
+    /// Only with `[tools] native_calling = false`.
+    TextProtocol,
+}
+
+/// Where the silent-reply rule goes.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum SilentReplies {
+    /// In group chats and turns whose replies are optional.
+    ByTurn,
+    /// A section of its own in every full prompt.
+    Always,
+}
+
+/// When the prompt explains heartbeats.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum HeartbeatGuidance {
+    /// In heartbeat turns.
+    HeartbeatTurns,
+    /// In every prompt whose layout has a heartbeats section.
+    EveryTurn,
+}
+
+/// When Channel Capabilities is shown.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ChannelCapabilities {
+    /// When the turn names a channel.
+    WithChannel,
+    /// Always.
+    Always,
 }
 
 /// One `[[plugins]]` entry.
@@ -590,12 +914,33 @@ impl Config {
         let document = toml::de::DeTable::parse(source).map_err(located)?;
         check_lists_in_table(document.get_ref(), "", source, path)?;
         let config = Config::deserialize(toml::de::Deserializer::from(document)).map_err(located)?;
-        let config = match config.agent.preset {
+        let mut config = match config.agent.preset {
             None => config,
             Some(preset) => with_preset(preset, source, path)?,
         };
         config.validate(source, path)?;
+        config.active_layout = crate::layout::Layout::build(&config.layout, None).map_err(|e| {
+            let line = locate_key(source, "layout", e.key)
+                .or_else(|| locate_table(source, &format!("layout.{}", e.key)))
+                .or_else(|| locate_table(source, "layout"));
+            ProemError::config(path, line, Some(format!("layout.{}", e.key)), e.message)
+        })?;
         Ok(config)
+    }
+
+    /// The layout in use.
+    pub fn layout(&self) -> &crate::layout::Layout {
+        &self.active_layout
+    }
+
+    /// The per-file character cap in force: `[budget] per_file_chars`, at
+    /// most 6,000 under `[prompt] compact_context`.
+    pub fn per_file_chars(&self) -> usize {
+        if self.prompt.compact_context {
+            self.budget.per_file_chars.min(COMPACT_FILE_CHARS)
+        } else {
+            self.budget.per_file_chars
+        }
     }
 
     fn validate(&self, source: &str, path: &Path) -> Result<(), ProemError> {
@@ -666,9 +1011,18 @@ impl Config {
                 );
             }
         }
-        for (key, list) in
-            [("extra_files", &self.bootstrap.extra_files), ("subagent_allowlist", &self.bootstrap.subagent_allowlist)]
-        {
+        let share = self.skills.search_above_share;
+        if !(0.0..=1.0).contains(&share) || share.is_nan() {
+            return fail("skills", "search_above_share", format!("{share} is outside 0.0..=1.0"));
+        }
+        let m = &self.bootstrap.mode_files;
+        for (key, list) in [
+            ("extra_files", &self.bootstrap.extra_files),
+            ("subagent_allowlist", &self.bootstrap.subagent_allowlist),
+            ("mode_files", m.task.as_ref().unwrap_or(&Vec::new())),
+            ("mode_files", m.minimal.as_ref().unwrap_or(&Vec::new())),
+            ("mode_files", m.none.as_ref().unwrap_or(&Vec::new())),
+        ] {
             for name in list {
                 if let Err(why) = check_relative_path(name) {
                     return fail("bootstrap", key, format!("{name:?}: {why}"));
@@ -871,6 +1225,11 @@ fn locate_key(source: &str, table: &str, key: &str) -> Option<usize> {
     None
 }
 
+/// The line of the `[table]` header, if it is written.
+fn locate_table(source: &str, table: &str) -> Option<usize> {
+    source.lines().position(|l| table_above(l.trim(), 1).as_deref() == Some(table)).map(|i| i + 1)
+}
+
 /// The line of the `id = "<id>"` key of a `[[plugins]]` entry.
 fn locate_plugin(source: &str, id: &str) -> Option<usize> {
     source
@@ -986,6 +1345,37 @@ config = { patterns = ["gpio_*", "i2c_*"] }
         assert!(err.contains("..") && err.contains("bootstrap.extra_files"), "{err}");
         let err = parse("[[plugins]]\nid = \"x\"\nsource = \"http://evil\"\n").unwrap_err().to_string();
         assert!(err.contains(":2:") && err.contains("builtin:"), "{err}");
+    }
+
+    #[test]
+    fn every_preset_parses_with_its_own_layout() {
+        for (name, first) in [("openclaw", "identity"), ("goclaw", "identity"), ("zeroclaw", "identity")] {
+            let c = parse(&format!("[agent]\npreset = \"{name}\"\n")).unwrap();
+            assert_ne!(c.layout(), crate::layout::Layout::default_layout(), "{name}");
+            assert_eq!(c.layout().entries()[0].id, first, "{name}");
+        }
+        // GoClaw's budget scales with the context window: no pinned tokens.
+        let goclaw = parse("[agent]\npreset = \"goclaw\"\n[budget]\ncontext_window = 400000\n").unwrap();
+        assert_eq!(goclaw.budget.tokens, None);
+        assert_eq!(goclaw.budget.tokens(), 48_000);
+        assert_eq!((goclaw.budget.per_file_chars, goclaw.budget.total_file_chars), (20_000, 24_000));
+        let openclaw = parse("[agent]\npreset = \"openclaw\"\n").unwrap();
+        assert_eq!((openclaw.budget.per_file_chars, openclaw.budget.total_file_chars), (12_000, 60_000));
+        assert_eq!(openclaw.budget.tokens, None);
+    }
+
+    #[test]
+    fn layout_overrides_are_checked_and_located() {
+        let c = parse("[agent]\npreset = \"openclaw\"\n\n[layout]\nheadings = { safety = \"Guardrails\" }\n").unwrap();
+        assert_eq!(c.layout().mode(Mode::Full).placed("safety").unwrap().heading, "Guardrails");
+        assert!(c.layout().has("workspace_files_note"), "the preset's layout is kept");
+        let err = parse("[agent]\nid = \"a\"\n\n[layout]\nzones = { time = \"stable\" }\n").unwrap_err().to_string();
+        assert!(err.starts_with("agent/proem.toml:5:") && err.contains("layout.zones"), "{err}");
+        assert!(err.contains("time is made from per-turn inputs"), "{err}");
+        let err = parse("[layout]\n\norder = [\"identity\", \"nope\"]\n").unwrap_err().to_string();
+        assert!(err.contains(":3:") && err.contains("\"nope\" is not a section id"), "{err}");
+        let err = parse("[layout.headings]\nsafety = \"two\\nlines\"\n").unwrap_err().to_string();
+        assert!(err.contains(":1:") && err.contains("one line"), "{err}");
     }
 
     #[test]

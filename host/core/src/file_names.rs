@@ -8,8 +8,12 @@ pub const STANDARD_FILES: [&str; 8] =
     ["AGENTS.md", "SOUL.md", "IDENTITY.md", "USER.md", "TOOLS.md", "HEARTBEAT.md", "BOOTSTRAP.md", "MEMORY.md"];
 
 /// GoClaw's further workspace files, read after the standard ones when
-/// present (no row in the report when absent).
-pub const OPTIONAL_FILES: [&str; 3] = ["USER_PREDEFINED.md", "CAPABILITIES.md", "MEMORY.json"];
+/// present (no row in the report when absent): the core and task rules
+/// its minimal and task modes keep instead of AGENTS.md
+/// (`[bootstrap.mode_files]`), the predefined user rules, capabilities and
+/// indexed memory.
+pub const OPTIONAL_FILES: [&str; 5] =
+    ["AGENTS_CORE.md", "AGENTS_TASK.md", "USER_PREDEFINED.md", "CAPABILITIES.md", "MEMORY.json"];
 
 /// The lower-case alternative name of MEMORY.md, read when MEMORY.md is
 /// missing (and then shown under its own name).

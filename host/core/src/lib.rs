@@ -22,6 +22,7 @@ pub mod error;
 pub mod file_names;
 #[doc(hidden)]
 pub mod fuzz_checks;
+pub mod layout;
 pub mod memo;
 pub mod mode;
 pub mod parallel;

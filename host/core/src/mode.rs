@@ -129,24 +129,34 @@ impl SessionKind {
     }
 }
 
+/// The modes each kind of session is capped at (`[sessions]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Caps {
+    /// Heartbeat sessions (`heartbeat_mode`, default `minimal`).
+    pub heartbeat: Mode,
+    /// Cron sessions (`cron_mode`, default `task`).
+    pub cron: Mode,
+    /// Sub-agent sessions (`subagent_mode`, default `task`).
+    pub subagent: Mode,
+}
+
+impl Default for Caps {
+    fn default() -> Self {
+        Caps { heartbeat: Mode::Minimal, cron: Mode::Task, subagent: Mode::Task }
+    }
+}
+
 /// Picks the mode for a turn: explicit override, then the session's cap
 /// applied to the configured mode, then the configured mode, then `full`.
-/// Heartbeats are capped at `minimal`, cron jobs at `task`, sub-agents at
-/// `subagent_cap` (`[sessions] subagent_mode`, `task` by default).
-pub fn resolve_mode(
-    override_mode: Option<Mode>,
-    session: SessionKind,
-    configured: Option<Mode>,
-    subagent_cap: Mode,
-) -> Mode {
+pub fn resolve_mode(override_mode: Option<Mode>, session: SessionKind, configured: Option<Mode>, caps: Caps) -> Mode {
     if let Some(mode) = override_mode {
         return mode;
     }
     let base = configured.unwrap_or(Mode::Full);
     let cap = match session {
-        SessionKind::Heartbeat => Some(Mode::Minimal),
-        SessionKind::Cron => Some(Mode::Task),
-        SessionKind::Subagent => Some(subagent_cap),
+        SessionKind::Heartbeat => Some(caps.heartbeat),
+        SessionKind::Cron => Some(caps.cron),
+        SessionKind::Subagent => Some(caps.subagent),
         SessionKind::Main => None,
     };
     match cap {
@@ -172,27 +182,28 @@ mod tests {
 
     #[test]
     fn override_wins_over_everything() {
-        let m = resolve_mode(Some(Mode::Full), SessionKind::of_key("agent:a:heartbeat"), Some(Mode::None), Mode::Task);
+        let m =
+            resolve_mode(Some(Mode::Full), SessionKind::of_key("agent:a:heartbeat"), Some(Mode::None), Caps::default());
         assert_eq!(m, Mode::Full);
     }
 
     #[test]
     fn session_key_caps_the_configured_mode() {
-        assert_eq!(resolve_mode(None, SessionKind::of_key("agent:a:heartbeat"), None, Mode::Task), Mode::Minimal);
-        assert_eq!(resolve_mode(None, SessionKind::of_key("agent:a:cron:daily"), None, Mode::Task), Mode::Task);
-        assert_eq!(resolve_mode(None, SessionKind::of_key("agent:a:subagent:x1"), None, Mode::Task), Mode::Task);
+        let caps = Caps::default();
+        let mode = |key: &str, configured| resolve_mode(None, SessionKind::of_key(key), configured, caps);
+        assert_eq!(mode("agent:a:heartbeat", None), Mode::Minimal);
+        assert_eq!(mode("agent:a:cron:daily", None), Mode::Task);
+        assert_eq!(mode("agent:a:subagent:x1", None), Mode::Task);
         // The cap never raises a lower configured mode.
-        assert_eq!(
-            resolve_mode(None, SessionKind::of_key("agent:a:cron:daily"), Some(Mode::Minimal), Mode::Task),
-            Mode::Minimal
-        );
-        assert_eq!(
-            resolve_mode(None, SessionKind::of_key("agent:a:heartbeat"), Some(Mode::None), Mode::Task),
-            Mode::None
-        );
+        assert_eq!(mode("agent:a:cron:daily", Some(Mode::Minimal)), Mode::Minimal);
+        assert_eq!(mode("agent:a:heartbeat", Some(Mode::None)), Mode::None);
         // A plain key keeps the configured mode.
-        assert_eq!(resolve_mode(None, SessionKind::of_key("agent:a:main"), Some(Mode::Task), Mode::Task), Mode::Task);
-        assert_eq!(resolve_mode(None, SessionKind::Main, None, Mode::Task), Mode::Full);
+        assert_eq!(mode("agent:a:main", Some(Mode::Task)), Mode::Task);
+        assert_eq!(resolve_mode(None, SessionKind::Main, None, caps), Mode::Full);
+        // OpenClaw's caps: cron at minimal, heartbeats uncapped.
+        let openclaw = Caps { heartbeat: Mode::Full, cron: Mode::Minimal, subagent: Mode::Minimal };
+        assert_eq!(resolve_mode(None, SessionKind::of_key("agent:a:cron:daily"), None, openclaw), Mode::Minimal);
+        assert_eq!(resolve_mode(None, SessionKind::of_key("agent:a:heartbeat"), None, openclaw), Mode::Full);
     }
 
     #[test]

@@ -1,27 +1,44 @@
 //! Ordering sections and joining them into the prompt, and the output
 //! formats the CLI and the HTTP service offer.
 
-use crate::mode::Mode;
+use crate::layout::ModeLayout;
 use crate::report::{Built, Diagnostic};
 use crate::section::{core_spec, Placement, Section, Zone};
 use crate::text::{neutralize, BOUNDARY_MARKER};
 use serde_json::json;
 
-/// Sorts sections into prompt order: stable before dynamic, then by
-/// (slot, priority, plugin id, section id). Load order and completion order
-/// never matter.
+/// Sorts sections into prompt order under proem's default layout (for
+/// callers with no layout at hand; a build uses [`order_in`]).
 pub fn order(sections: &mut [Section]) {
-    sections.sort_by(|a, b| (a.zone, a.merge_key()).cmp(&(b.zone, b.merge_key())));
+    order_in(sections, crate::layout::Layout::default_layout().mode(crate::mode::Mode::Full));
+}
+
+/// A section's place in prompt order.
+type SortKey<'s> = (Zone, (crate::layout::Rank, Placement), i32, &'s str, &'s str, crate::section::Slot);
+
+/// Sorts sections into prompt order: stable before dynamic, then by the
+/// slot's position in `layout`, priority, plugin id and section id. Load
+/// order and completion order never matter.
+pub fn order_in(sections: &mut [Section], layout: &ModeLayout) {
+    fn key<'s>(s: &'s Section, layout: &ModeLayout) -> SortKey<'s> {
+        (s.zone, layout.slot_key(s.slot), s.priority, s.source.plugin_id(), s.id.as_str(), s.slot)
+    }
+    sections.sort_by(|a, b| key(a, layout).cmp(&key(b, layout)));
 }
 
 /// Merges the core sections with contributed ones (plugins, library callers)
-/// for `mode`, and puts them in prompt order.
+/// for `layout`'s mode, and puts them in prompt order.
 ///
-/// A contributed section placed `At` a core id replaces that core section.
-/// When several replace the same id, the first by merge key wins and the
-/// others are reported; protected sections (identity, tooling, safety,
-/// workspace) cannot be replaced. Returns the sections and what happened.
-pub fn merge(core: Vec<Section>, contributed: &[Section], mode: Mode) -> (Vec<Section>, Vec<Diagnostic>) {
+/// A contributed section placed `At` a core id replaces that core section,
+/// in the replaced section's place and zone under `layout`. When several
+/// replace the same id, the first by merge key wins and the others are
+/// reported; protected sections (identity, tooling, safety, workspace)
+/// cannot be replaced; a section the layout does not place in this mode is
+/// not replaced (the replacement goes with it); and a replacement from the
+/// dynamic side (a `turn` hook) never lands above the boundary. Returns the
+/// sections and what happened.
+pub fn merge(core: Vec<Section>, contributed: &[Section], layout: &ModeLayout) -> (Vec<Section>, Vec<Diagnostic>) {
+    let mode = layout.mode();
     let mut diagnostics = Vec::new();
     let mut applicable: Vec<&Section> = contributed.iter().filter(|s| s.modes.contains(mode)).collect();
     applicable.sort_by(|a, b| a.merge_key().cmp(&b.merge_key()));
@@ -58,6 +75,32 @@ pub fn merge(core: Vec<Section>, contributed: &[Section], mode: Mode) -> (Vec<Se
             ));
             continue;
         }
+        let Some(placed) = layout.placed(target) else {
+            // Not in this mode: the replacement goes with the section. Not
+            // in the layout at all: say so, or its text vanishes unexplained.
+            if !layout.lists(target) {
+                diagnostics.push(Diagnostic::warn(
+                    "replace_unplaced",
+                    format!(
+                        "{} replaces {target}, which this layout does not have; its section {} was left out \
+                         (add {target} to [layout] to place it)",
+                        section.source, section.id
+                    ),
+                ));
+            }
+            continue;
+        };
+        if section.zone == Zone::Dynamic && placed.zone == Zone::Stable {
+            diagnostics.push(Diagnostic::warn(
+                "replace_refused",
+                format!(
+                    "{} replaced {target} with per-turn text, but this layout puts {target} above the cache \
+                     boundary; its section {} was left out (replace it from the stable hook)",
+                    section.source, section.id
+                ),
+            ));
+            continue;
+        }
         if let Some((_, winner)) = replaced.iter().find(|(t, _)| *t == target) {
             diagnostics.push(Diagnostic::warn(
                 "replace_conflict",
@@ -74,11 +117,24 @@ pub fn merge(core: Vec<Section>, contributed: &[Section], mode: Mode) -> (Vec<Se
             format!("section {target} is replaced by {} (section {})", section.source, section.id),
         ));
         replaced.push((target, section));
-        added.push(section.clone());
+        let mut section = section.clone();
+        section.zone = placed.zone;
+        added.push(section);
     }
     out.extend(added);
-    order(&mut out);
+    order_in(&mut out, layout);
     (out, diagnostics)
+}
+
+/// The core ids the `contributed` sections replace in `layout`'s mode (as
+/// [`merge`] would apply them).
+pub fn replaced_ids(contributed: &[Section], layout: &ModeLayout) -> std::collections::BTreeSet<&'static str> {
+    contributed
+        .iter()
+        .filter(|s| s.modes.contains(layout.mode()) && s.slot.placement() == Placement::At)
+        .map(|s| s.slot.anchor_id())
+        .filter(|id| core_spec(id).is_some_and(|spec| !spec.protected) && layout.has(id))
+        .collect()
 }
 
 /// The prompt's text, split at the boundary.
@@ -163,7 +219,20 @@ pub fn format(built: &Built, format: Format) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::section::{core_section, ids};
+    use crate::layout::Layout;
+    use crate::layout::{place, Rendered};
+    use crate::mode::Mode;
+    use crate::section::ids;
+
+    fn core_section(id: &'static str, text: &str) -> Option<Section> {
+        let layout = Layout::default_layout().mode(Mode::Full);
+        let text = text.split_once('\n').map(|(_, t)| t).unwrap_or(text);
+        place(layout, Rendered::new(id, text))
+    }
+
+    fn full() -> &'static ModeLayout {
+        Layout::default_layout().mode(Mode::Full)
+    }
 
     use crate::mode::ModeSet;
     use crate::section::Slot;
@@ -182,9 +251,9 @@ mod tests {
 
     fn core() -> Vec<Section> {
         vec![
-            core_section(ids::IDENTITY, "You are x.".into()).unwrap(),
-            core_section(ids::SAFETY, "## Safety".into()).unwrap(),
-            core_section(ids::SKILLS, "## Skills".into()).unwrap(),
+            core_section(ids::IDENTITY, "You are x.").unwrap(),
+            core_section(ids::SAFETY, "## Safety\nrules").unwrap(),
+            core_section(ids::SKILLS, "## Skills\nlist").unwrap(),
         ]
     }
 
@@ -198,12 +267,12 @@ mod tests {
             plugin("c", "c0", ids::SKILLS, Placement::Before, 9),
             plugin("d", "d0", ids::IDENTITY, Placement::Before, 0),
         ];
-        let (merged, _) = merge(core(), &contributed, Mode::Full);
+        let (merged, _) = merge(core(), &contributed, full());
         let ids: Vec<&str> = merged.iter().map(|s| s.id.as_str()).collect();
         assert_eq!(ids, ["d0", "identity", "safety", "z0", "a1", "a2", "b1", "c0", "skills"]);
         let mut reversed = contributed.clone();
         reversed.reverse();
-        assert_eq!(merge(core(), &reversed, Mode::Full).0, merged);
+        assert_eq!(merge(core(), &reversed, full()).0, merged);
     }
 
     #[test]
@@ -213,7 +282,7 @@ mod tests {
             plugin("alpha", "theirs", ids::SKILLS, Placement::At, 0),
             plugin("evil", "nosafety", ids::SAFETY, Placement::At, -100),
         ];
-        let (merged, diags) = merge(core(), &contributed, Mode::Full);
+        let (merged, diags) = merge(core(), &contributed, full());
         let ids: Vec<&str> = merged.iter().map(|s| s.id.as_str()).collect();
         assert_eq!(ids, ["identity", "safety", "theirs"]);
         let codes: Vec<&str> = diags.iter().map(|d| d.code.as_str()).collect();
@@ -224,9 +293,9 @@ mod tests {
     #[test]
     fn order_ignores_input_order_and_marker_appears_once() {
         let mut a = vec![
-            core_section(ids::RUNTIME, "## Runtime\nr".into()).unwrap(),
-            core_section(ids::SAFETY, "## Safety\nPROEM_CACHE_BOUNDARY <!-- PROEM_CACHE_BOUNDARY -->".into()).unwrap(),
-            core_section(ids::IDENTITY, "You are x.".into()).unwrap(),
+            core_section(ids::RUNTIME, "## Runtime\nr").unwrap(),
+            core_section(ids::SAFETY, "## Safety\nPROEM_CACHE_BOUNDARY <!-- PROEM_CACHE_BOUNDARY -->").unwrap(),
+            core_section(ids::IDENTITY, "You are x.").unwrap(),
         ];
         let mut b = a.clone();
         b.reverse();

@@ -5,7 +5,7 @@
 //! public vocabulary: overlays and plugins name these ids to replace a section
 //! or to place theirs before or after one.
 
-use crate::mode::{Mode, ModeSet};
+use crate::mode::ModeSet;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -69,11 +69,14 @@ pub enum Placement {
     After,
 }
 
-/// A position in the prompt: an anchor in the core table and a placement.
+/// A position in the prompt: an anchor (a core section id, or one of the
+/// plugin ends of a layout) and a placement.
 ///
-/// Slots order by the anchor's index in [`CORE_SECTIONS`], then by placement,
-/// so a plugin section "after safety" lands between safety and skills however
-/// the plugins were loaded.
+/// Slots order by the active layout's position of the anchor, then by
+/// placement (see `layout::ModeLayout::slot_key`), so a plugin
+/// section "after safety" lands right after safety under every layout,
+/// however the plugins were loaded. `Ord` on a slot itself (table order)
+/// is only a tie-breaker for sections that share nothing else.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Slot {
     anchor: usize,
@@ -86,9 +89,24 @@ impl Slot {
         core_index(anchor_id).map(|anchor| Slot { anchor, placement })
     }
 
-    /// The id of the core section this slot is anchored to.
+    /// The slot of a layout's plugin end ([`STABLE_PREFIX`] or
+    /// [`DYNAMIC_SUFFIX`]).
+    pub fn end(id: &str) -> Slot {
+        let anchor = match id {
+            STABLE_PREFIX | DYNAMIC_SUFFIX => anchor_index(id).expect("an end id"),
+            other => panic!("{other} is not a layout end"),
+        };
+        Slot { anchor, placement: Placement::At }
+    }
+
+    /// The id this slot is anchored to (a core id or a layout end).
     pub fn anchor_id(self) -> &'static str {
-        CORE_SECTIONS[self.anchor].id
+        anchor_id(self.anchor)
+    }
+
+    /// The anchor's index among the ids a layout can name.
+    pub fn anchor_index(self) -> usize {
+        self.anchor
     }
 
     /// Before, at or after the anchor.
@@ -205,10 +223,15 @@ pub fn core_key(id: &str) -> SectionKey {
 pub struct CoreSpec {
     /// Public id.
     pub id: &'static str,
-    /// Default zone.
+    /// The zone a plugin hook replaces it from (the default layout's zone:
+    /// a `turn` hook may replace only dynamic sections, a `stable` hook
+    /// only stable ones). The active layout decides where it prints.
     pub zone: Zone,
-    /// Modes it appears in.
-    pub modes: ModeSet,
+    /// Made from per-turn inputs (the clock, the channel, the extra
+    /// prompt, USER.md, …): no layout may put it above the boundary.
+    pub per_turn: bool,
+    /// Which per-turn inputs, in words (for the error that refuses a layout).
+    pub turn_inputs: &'static str,
     /// Never cut by the budget.
     pub protected: bool,
 }
@@ -226,6 +249,7 @@ pub mod ids {
     pub const SHELL: &str = "shell";
     pub const LONG_RUNNING: &str = "long_running";
     pub const TOOL_CALL_STYLE: &str = "tool_call_style";
+    pub const TOOL_HONESTY: &str = "tool_honesty";
     pub const EXECUTION_BIAS: &str = "execution_bias";
     pub const SAFETY: &str = "safety";
     pub const SKILLS: &str = "skills";
@@ -234,9 +258,16 @@ pub mod ids {
     pub const TEAM: &str = "team";
     pub const SANDBOX: &str = "sandbox";
     pub const OWNERS: &str = "owners";
+    pub const WORKSPACE_FILES_NOTE: &str = "workspace_files_note";
     pub const OUTPUT_FORMAT: &str = "output_format";
+    pub const REPLY_TAGS: &str = "reply_tags";
+    pub const MESSAGING: &str = "messaging";
+    pub const VOICE: &str = "voice";
+    pub const REACTIONS: &str = "reactions";
+    pub const REASONING_FORMAT: &str = "reasoning_format";
     pub const PROJECT_CONTEXT: &str = "project_context";
     pub const MEMORY_RECALL: &str = "memory_recall";
+    pub const SILENT_REPLIES: &str = "silent_replies";
     pub const TIME: &str = "time";
     pub const CHANNEL_FORMATTING: &str = "channel_formatting";
     pub const CHANNEL_CAPABILITIES: &str = "channel_capabilities";
@@ -244,56 +275,101 @@ pub mod ids {
     pub const EXTRA_CONTEXT: &str = "extra_context";
     pub const DYNAMIC_FILES: &str = "dynamic_files";
     pub const SUBAGENTS: &str = "subagents";
+    pub const HEARTBEATS: &str = "heartbeats";
     pub const RUNTIME: &str = "runtime";
     pub const RECENCY: &str = "recency";
     pub const TOOL_PROTOCOL: &str = "tool_protocol";
 }
 
-const ALL: ModeSet = ModeSet::ALL;
-const FULL: ModeSet = ModeSet::of(&[Mode::Full]);
-const FULL_TASK: ModeSet = ModeSet::of(&[Mode::Full, Mode::Task]);
-const NOT_NONE: ModeSet = ModeSet::of(&[Mode::Full, Mode::Task, Mode::Minimal]);
-const FULL_TASK_NONE: ModeSet = ModeSet::of(&[Mode::Full, Mode::Task, Mode::None]);
-
-const fn spec(id: &'static str, zone: Zone, modes: ModeSet, protected: bool) -> CoreSpec {
-    CoreSpec { id, zone, modes, protected }
+/// A section made from stable inputs (the agent, its files and tools, the
+/// config): a layout may put it on either side of the boundary.
+const fn stable(id: &'static str, zone: Zone, protected: bool) -> CoreSpec {
+    CoreSpec { id, zone, per_turn: false, turn_inputs: "", protected }
 }
 
-/// The core sections in prompt order (DESIGN.md's table). Every stable row
-/// precedes every dynamic row, so slot order and zone order agree.
-pub const CORE_SECTIONS: [CoreSpec; 31] = [
-    spec(ids::IDENTITY, Zone::Stable, ALL, true),
-    spec(ids::FIRST_RUN, Zone::Stable, ALL, false),
-    spec(ids::PERSONA, Zone::Stable, FULL_TASK, false),
-    spec(ids::IDENTITY_ANCHOR, Zone::Stable, NOT_NONE, false),
-    spec(ids::SELF_EVOLUTION, Zone::Stable, FULL, false),
-    spec(ids::TOOLING, Zone::Stable, ALL, true),
-    spec(ids::INTERACTION_STYLE, Zone::Stable, FULL_TASK, false),
-    spec(ids::SHELL, Zone::Stable, FULL, false),
-    spec(ids::LONG_RUNNING, Zone::Stable, FULL, false),
-    spec(ids::TOOL_CALL_STYLE, Zone::Stable, FULL, false),
-    spec(ids::EXECUTION_BIAS, Zone::Stable, FULL_TASK, false),
-    spec(ids::SAFETY, Zone::Stable, ALL, true),
-    spec(ids::SKILLS, Zone::Stable, ALL, false),
-    spec(ids::MCP_TOOLS, Zone::Stable, FULL_TASK_NONE, false),
-    spec(ids::WORKSPACE, Zone::Stable, ALL, true),
-    spec(ids::TEAM, Zone::Stable, NOT_NONE, false),
-    spec(ids::SANDBOX, Zone::Stable, NOT_NONE, false),
-    spec(ids::OWNERS, Zone::Stable, FULL, false),
-    spec(ids::OUTPUT_FORMAT, Zone::Stable, FULL_TASK, false),
-    spec(ids::PROJECT_CONTEXT, Zone::Stable, NOT_NONE, false),
-    spec(ids::MEMORY_RECALL, Zone::Stable, NOT_NONE, false),
-    spec(ids::TIME, Zone::Dynamic, NOT_NONE, false),
-    spec(ids::CHANNEL_FORMATTING, Zone::Dynamic, FULL, false),
-    spec(ids::CHANNEL_CAPABILITIES, Zone::Dynamic, FULL_TASK, false),
-    spec(ids::GROUP_REPLY, Zone::Dynamic, FULL, false),
-    spec(ids::EXTRA_CONTEXT, Zone::Dynamic, ALL, false),
-    spec(ids::DYNAMIC_FILES, Zone::Dynamic, NOT_NONE, false),
-    spec(ids::SUBAGENTS, Zone::Dynamic, FULL, false),
-    spec(ids::RUNTIME, Zone::Dynamic, ALL, false),
-    spec(ids::RECENCY, Zone::Dynamic, FULL, false),
-    spec(ids::TOOL_PROTOCOL, Zone::Dynamic, ALL, false),
+/// A section made from per-turn inputs, named in `inputs`: always below
+/// the boundary.
+const fn per_turn(id: &'static str, inputs: &'static str) -> CoreSpec {
+    CoreSpec { id, zone: Zone::Dynamic, per_turn: true, turn_inputs: inputs, protected: false }
+}
+
+const S: Zone = Zone::Stable;
+const D: Zone = Zone::Dynamic;
+
+/// The core sections, in the order a layout's left-out ids fall back to
+/// (the default layout's order, with the sections it leaves out beside
+/// their neighbours). Every stable row precedes every dynamic row.
+pub const CORE_SECTIONS: [CoreSpec; 40] = [
+    stable(ids::IDENTITY, S, true),
+    stable(ids::FIRST_RUN, S, false),
+    stable(ids::PERSONA, S, false),
+    stable(ids::IDENTITY_ANCHOR, S, false),
+    stable(ids::SELF_EVOLUTION, S, false),
+    stable(ids::TOOLING, S, true),
+    stable(ids::INTERACTION_STYLE, S, false),
+    stable(ids::SHELL, S, false),
+    stable(ids::LONG_RUNNING, S, false),
+    stable(ids::TOOL_CALL_STYLE, S, false),
+    stable(ids::TOOL_HONESTY, S, false),
+    stable(ids::EXECUTION_BIAS, S, false),
+    stable(ids::SAFETY, S, true),
+    stable(ids::SKILLS, S, false),
+    stable(ids::MCP_TOOLS, S, false),
+    stable(ids::WORKSPACE, S, true),
+    stable(ids::TEAM, S, false),
+    stable(ids::SANDBOX, S, false),
+    stable(ids::OWNERS, S, false),
+    stable(ids::WORKSPACE_FILES_NOTE, S, false),
+    stable(ids::OUTPUT_FORMAT, S, false),
+    stable(ids::REPLY_TAGS, S, false),
+    stable(ids::MESSAGING, S, false),
+    stable(ids::VOICE, S, false),
+    stable(ids::REACTIONS, S, false),
+    stable(ids::REASONING_FORMAT, S, false),
+    stable(ids::PROJECT_CONTEXT, S, false),
+    stable(ids::MEMORY_RECALL, S, false),
+    stable(ids::SILENT_REPLIES, S, false),
+    per_turn(ids::TIME, "the date and time zone"),
+    per_turn(ids::CHANNEL_FORMATTING, "the channel"),
+    per_turn(ids::CHANNEL_CAPABILITIES, "the channel"),
+    per_turn(ids::GROUP_REPLY, "the chat kind"),
+    per_turn(ids::EXTRA_CONTEXT, "the extra prompt"),
+    per_turn(ids::DYNAMIC_FILES, "USER.md, HEARTBEAT.md, BOOTSTRAP.md"),
+    stable(ids::SUBAGENTS, D, false),
+    stable(ids::HEARTBEATS, D, false),
+    per_turn(ids::RUNTIME, "the channel, chat and thinking level"),
+    stable(ids::RECENCY, D, false),
+    stable(ids::TOOL_PROTOCOL, D, false),
 ];
+
+/// The id of the plugins' stable prefix in a layout (an overlay's text for
+/// the cached part): where it goes in the stable zone.
+pub const STABLE_PREFIX: &str = "stable_prefix";
+/// The id of the plugins' dynamic suffix in a layout: where it goes in the
+/// dynamic zone.
+pub const DYNAMIC_SUFFIX: &str = "dynamic_suffix";
+
+/// How many ids a layout can name (an anchor): the core sections and the
+/// two plugin ends.
+pub const ANCHORS: usize = CORE_SECTIONS.len() + 2;
+
+/// The index of an anchor id (core ids, then the two ends).
+pub fn anchor_index(id: &str) -> Option<usize> {
+    match id {
+        STABLE_PREFIX => Some(CORE_SECTIONS.len()),
+        DYNAMIC_SUFFIX => Some(CORE_SECTIONS.len() + 1),
+        _ => core_index(id),
+    }
+}
+
+/// The anchor id at an index.
+pub fn anchor_id(index: usize) -> &'static str {
+    match index.checked_sub(CORE_SECTIONS.len()) {
+        None => CORE_SECTIONS[index].id,
+        Some(0) => STABLE_PREFIX,
+        Some(_) => DYNAMIC_SUFFIX,
+    }
+}
 
 /// The index of a core id in [`CORE_SECTIONS`].
 pub fn core_index(id: &str) -> Option<usize> {
@@ -305,34 +381,19 @@ pub fn core_spec(id: &str) -> Option<&'static CoreSpec> {
     CORE_SECTIONS.iter().find(|s| s.id == id)
 }
 
-/// Builds a core section from its table row; `None` when `body` is blank.
-pub fn core_section(id: &'static str, body: String) -> Option<Section> {
-    let spec = core_spec(id).expect("core section ids are constants from the table");
-    let body = body.trim_end().to_string();
-    if body.trim().is_empty() {
-        return None;
-    }
-    Some(Section {
-        id: id.to_string(),
-        source: Source::Core,
-        zone: spec.zone,
-        slot: Slot::new(id, Placement::At).expect("id is in the table"),
-        priority: 0,
-        modes: spec.modes,
-        protected: spec.protected,
-        body,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn stable_rows_precede_dynamic_rows() {
+    fn stable_rows_precede_dynamic_rows_and_per_turn_rows_are_dynamic() {
         let first_dynamic = CORE_SECTIONS.iter().position(|s| s.zone == Zone::Dynamic).unwrap();
         assert!(CORE_SECTIONS[first_dynamic..].iter().all(|s| s.zone == Zone::Dynamic));
         assert_eq!(CORE_SECTIONS[first_dynamic].id, ids::TIME);
+        assert!(CORE_SECTIONS
+            .iter()
+            .filter(|s| s.per_turn)
+            .all(|s| s.zone == Zone::Dynamic && !s.turn_inputs.is_empty()));
     }
 
     #[test]
@@ -346,20 +407,11 @@ mod tests {
     }
 
     #[test]
-    fn slots_order_by_anchor_then_placement() {
-        let after_safety = Slot::new(ids::SAFETY, Placement::After).unwrap();
-        let skills = Slot::new(ids::SKILLS, Placement::At).unwrap();
-        let before_skills = Slot::new(ids::SKILLS, Placement::Before).unwrap();
-        assert!(after_safety < before_skills && before_skills < skills);
-        assert!(Slot::new("no_such_section", Placement::At).is_none());
-    }
-
-    #[test]
-    fn blank_bodies_make_no_section() {
-        assert!(core_section(ids::SAFETY, " \n\t".into()).is_none());
-        let s = core_section(ids::SAFETY, "## Safety\nx\n\n".into()).unwrap();
-        assert_eq!(s.body, "## Safety\nx");
-        assert!(s.protected);
-        assert_eq!(s.cut_class(), None);
+    fn anchors_are_the_core_ids_then_the_two_ends() {
+        for i in 0..ANCHORS {
+            assert_eq!(anchor_index(anchor_id(i)), Some(i));
+        }
+        assert_eq!(Slot::end(STABLE_PREFIX).anchor_id(), STABLE_PREFIX);
+        assert!(Slot::new(STABLE_PREFIX, Placement::At).is_none(), "plugins cannot name the ends");
     }
 }

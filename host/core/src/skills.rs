@@ -1,8 +1,10 @@
 //! Skills: `skills/*/SKILL.md` in the workspace (and `[skills] folders`),
 //! rendered as escaped XML.
 //!
-//! By mode (GoClaw): listed in full mode; in task mode a search hint plus
-//! the pinned skills; in minimal and none the pinned skills alone. A list
+//! By mode (GoClaw, `[skills.forms]`): listed in full mode (a search hint
+//! past `[skills] search_above_count` skills or `search_above_share` of the
+//! budget); in task mode a search hint plus the pinned skills; in minimal
+//! and none the pinned skills alone. A list
 //! takes one of three forms, chosen by the budget stage: full (name,
 //! description, location), compact (name and location), and a
 //! count-limited list; with no room for any skill, a one-paragraph hint says
@@ -18,8 +20,7 @@
 //! [`folders`], [`read`] each, [`collect`] the results (sorted, deduplicated,
 //! the first folder by precedence winning a name).
 
-use crate::config::SkillsConfig;
-use crate::mode::Mode;
+use crate::config::{SkillForm, SkillsConfig};
 use crate::report::Diagnostic;
 use crate::text::{front_matter_fields, one_line, sort_dedup, split_front_matter, xml_escape, FrontMatter, SameName};
 use crate::workspace::{Unavailable, Workspace};
@@ -228,45 +229,69 @@ pub fn collect(read: Vec<Read>, config: &SkillsConfig, diagnostics: &mut Vec<Dia
     skills
 }
 
-/// The skills section for `mode`: the list in full mode; in task mode a
-/// search hint and the pinned skills; in minimal and none the pinned skills
-/// alone ("Pinned Skills"), or nothing. `count` and `form` (the budget's
-/// knobs) apply to whichever list is shown.
-pub fn render_for(mode: Mode, skills: &[Skill], pinned: &[String], form: SkillsForm, count: usize) -> String {
+/// The skills section's text (without its heading) in `form`: every
+/// skill (`list`), how to find one plus the pinned ones (`search`), the
+/// pinned ones alone (`pinned`), or nothing (`off`). `count` and `list_form`
+/// (the budget's knobs) apply to whichever list is shown; `search_tool` is
+/// a skill-search tool the turn has.
+pub fn render_for(
+    form: SkillForm,
+    skills: &[Skill],
+    pinned: &[String],
+    list_form: SkillsForm,
+    count: usize,
+    search_tool: Option<&str>,
+) -> String {
     let pins = || -> Vec<Skill> {
         skills.iter().filter(|s| pinned.iter().any(|p| p.eq_ignore_ascii_case(&s.name))).cloned().collect()
     };
-    match mode {
-        Mode::Full => render(skills, form, count),
-        Mode::Task if skills.is_empty() => String::new(),
-        Mode::Task => {
-            let mut out = format!(
-                "## Skills\n{} skills are installed under {SKILLS_DIR}/<name>/SKILL.md. When a task may need one, search \
-                 the skill folders for it and read only the SKILL.md whose name and description match the task.",
-                skills.len()
-            );
-            let list = list(&pins(), form, count);
+    match form {
+        SkillForm::Off => String::new(),
+        SkillForm::List => list(skills, list_form, count),
+        SkillForm::Search if skills.is_empty() => String::new(),
+        SkillForm::Search => {
+            let mut out = match search_tool {
+                Some(tool) => format!(
+                    "{} skills are installed. When a task may need one, search them with `{tool}` (in English \
+                     keywords), then read only the SKILL.md whose name and description match the task.",
+                    skills.len()
+                ),
+                None => format!(
+                    "{} skills are installed under {SKILLS_DIR}/<name>/SKILL.md. When a task may need one, search \
+                     the skill folders for it and read only the SKILL.md whose name and description match the task.",
+                    skills.len()
+                ),
+            };
+            let list = list(&pins(), list_form, count);
             if !list.is_empty() {
                 out.push_str("\nPinned, always available:\n");
                 out.push_str(&list);
             }
             out
         }
-        Mode::Minimal | Mode::None => with_heading("## Pinned Skills\n", list(&pins(), form, count)),
+        SkillForm::Pinned => list(&pins(), list_form, count),
     }
 }
 
-/// The skills section: the first `count` skills in `form` under "Skills".
+/// The skills section as a list: the first `count` skills in `form` under
+/// "## Skills" (for callers outside a layout).
 pub fn render(skills: &[Skill], form: SkillsForm, count: usize) -> String {
-    with_heading("## Skills\n", list(skills, form, count))
-}
-
-fn with_heading(heading: &str, body: String) -> String {
+    let body = list(skills, form, count);
     if body.is_empty() {
         body
     } else {
-        format!("{heading}{body}")
+        format!("## Skills\n{body}")
     }
+}
+
+/// GoClaw's estimate of a list's tokens: for each skill its name, its
+/// description up to 200 characters and 10 more, over 4.
+pub fn estimate_tokens(skills: &[Skill]) -> usize {
+    let chars: usize = skills
+        .iter()
+        .map(|s| crate::text::char_len(&s.name) + crate::text::char_len(&s.description).min(200) + 10)
+        .sum();
+    chars / 4
 }
 
 /// The skills list without its heading: the first `count` skills in

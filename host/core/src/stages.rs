@@ -11,13 +11,14 @@
 use crate::assembler::{tool_list, Assembler, WorkspaceKey, WorkspaceRead};
 use crate::bootstrap::{self, BootstrapFile};
 use crate::budget::{self, Fitted};
+use crate::config::SkillForm;
 use crate::core_sections::{CoreInputs, StableInputs, TurnInputs};
 use crate::digest::sha256_hex;
 use crate::error::ProemError;
 use crate::mode::{resolve_mode, Mode, SessionKind};
 use crate::plugin::{BuildContext, BuildRun, ContextTool, MemoKeys};
 use crate::report::{Built, Diagnostic, FileDetail, FileReport, PluginReport, SectionReport, TokenReport};
-use crate::section::{core_spec, Placement, Section, Source};
+use crate::section::{Placement, Section, Source};
 use crate::skills::{self, Skill};
 use crate::text::{clean_owned, neutralize, one_line};
 use crate::tokens::{TokenCounter, Tokenizer};
@@ -50,6 +51,9 @@ pub(crate) struct Resolved {
     pub owners: Vec<String>,
     /// What the dynamic sections read.
     pub turn: TurnInputs,
+    /// What resolving said about the turn's inputs (a group title given
+    /// for a chat that is not a group), reported after the workspace's.
+    pub notes: Vec<Diagnostic>,
 }
 
 /// What the workspace gave this build.
@@ -83,13 +87,25 @@ impl Assembler {
     pub(crate) fn resolve_turn(&self, turn: &Turn, now: DateTime<FixedOffset>) -> Result<Resolved, ProemError> {
         let config = &self.config;
         let session = SessionKind::of_turn(turn.session_key.as_deref(), turn.heartbeat);
-        let mode = resolve_mode(turn.mode, session, config.agent.mode, config.sessions.subagent_mode);
+        let caps = crate::mode::Caps {
+            heartbeat: config.sessions.heartbeat_mode,
+            cron: config.sessions.cron_mode,
+            subagent: config.sessions.subagent_mode,
+        };
+        let mode = resolve_mode(turn.mode, session, config.agent.mode, caps);
         tracing::debug!(%mode, ?session, "mode resolved");
         let zone = Zone::parse(turn.timezone.as_deref().unwrap_or("UTC"))?;
         let Local { time: now, abbreviation: zone_abbreviation } = zone.local(now)?;
         let provider = turn_or_config(&turn.provider, &config.provider.name, 64);
         let model = turn_or_config(&turn.model, &config.provider.model, 96);
         let tokenizer = tokenizer_for(config, model.as_deref()).expect("validated with the config");
+        let mut notes = Vec::new();
+        if turn.group_title.is_some() && turn.chat_kind != Some(ChatKind::Group) {
+            notes.push(Diagnostic::info(
+                "group_title_ignored",
+                "a group title was given for a turn that is not a group chat; it is left out (give --chat-kind group)",
+            ));
+        }
         let group_title = match turn.chat_kind {
             Some(ChatKind::Group) => {
                 turn.group_title.as_deref().map(|t| one_line(&t.replace('"', ""), 100)).filter(|t| !t.is_empty())
@@ -128,6 +144,7 @@ impl Assembler {
             },
             zone,
             now,
+            notes,
         })
     }
 
@@ -144,8 +161,13 @@ impl Assembler {
         diagnostics: &mut Vec<Diagnostic>,
     ) -> Result<Read, ProemError> {
         let group_chat = turn.chat_kind == Some(ChatKind::Group);
-        // Minimal and none show pinned skills only (GoClaw).
-        let with_skills = matches!(resolved.mode, Mode::Full | Mode::Task) || !self.config.skills.pinned.is_empty();
+        // Skills are read when this mode's form shows some (minimal and
+        // none: the pinned ones, GoClaw).
+        let with_skills = match self.config.skills.forms.of(resolved.mode) {
+            SkillForm::List | SkillForm::Search => true,
+            SkillForm::Pinned => !self.config.skills.pinned.is_empty(),
+            SkillForm::Off => false,
+        };
         let key = generation.filter(|_| self.caching.workspace_reads).map(|generation| WorkspaceKey {
             generation,
             session: resolved.session,
@@ -287,14 +309,23 @@ impl Assembler {
 
     /// Stage 3, run the `agent:bootstrap` hooks: each may replace, add or
     /// drop files; then sub-agent and cron sessions keep their allowlist.
+    /// The files this mode keeps (GoClaw's per-mode lists,
+    /// `[bootstrap.mode_files]`) are kept before and after the hooks.
     pub(crate) fn run_bootstrap_hooks(
         &self,
         ctx: Option<&BuildContext>,
-        files: Vec<BootstrapFile>,
+        mut files: Vec<BootstrapFile>,
         resolved: &Resolved,
         run: &mut BuildRun,
         plugin_memo: Option<MemoKeys>,
     ) -> Result<Vec<BootstrapFile>, ProemError> {
+        let mode_files = self.config.bootstrap.mode_files.of(resolved.mode);
+        let keep_mode_files = |files: &mut Vec<BootstrapFile>| {
+            if let Some(list) = mode_files {
+                files.retain(|f| list.contains(&f.name));
+            }
+        };
+        keep_mode_files(&mut files);
         let Some(ctx) = ctx else { return Ok(files) };
         let _s = tracing::info_span!("plugins", hooks = "agent:bootstrap").entered();
         self.plugins.report_load_failures(run);
@@ -304,25 +335,29 @@ impl Assembler {
             let allow = &self.config.bootstrap.subagent_allowlist;
             files.retain(|f| allow.contains(&f.name));
         }
+        keep_mode_files(&mut files);
         Ok(files)
     }
 
     /// What the core sections are made from: the stable inputs (files,
-    /// skills, tools, config) and the turn's.
+    /// skills, tools, config) and the turn's; with what choosing them says
+    /// (a name the config and IDENTITY.md disagree on, skills in their
+    /// search form).
     pub(crate) fn core_inputs(
         &self,
         resolved: &Resolved,
         files: Vec<BootstrapFile>,
         skills: Arc<Vec<Skill>>,
         tools: Arc<Vec<PromptTool>>,
+        diagnostics: &mut Vec<Diagnostic>,
     ) -> CoreInputs<'_> {
         let config = &self.config;
-        let agent_name = config.agent.name.as_deref().map(|n| one_line(n, 64)).filter(|n| !n.is_empty());
-        CoreInputs {
+        let agent_name = agent_name(config, &resolved.agent_id, &files, diagnostics);
+        let inputs = CoreInputs {
             stable: StableInputs {
                 mode: resolved.mode,
                 session: resolved.session,
-                agent_name: agent_name.unwrap_or_else(|| resolved.agent_id.clone()),
+                agent_name,
                 agent_id: resolved.agent_id.clone(),
                 kind: config.agent.kind,
                 config,
@@ -335,10 +370,18 @@ impl Assembler {
                     one_line(&self.workspace.root().display().to_string(), 400)
                 },
                 owners: resolved.owners.clone(),
+                budget_tokens: resolved.budget_tokens,
                 memos: self.caching.workspace_reads.then_some(&self.render_memos),
             },
             turn: resolved.turn.clone(),
+        };
+        if let (_, Some(why)) = crate::core_sections::skills_form(&inputs.stable) {
+            diagnostics.push(Diagnostic::info(
+                "skills_search_form",
+                format!("skills: {why}, so the skills section says how to find one instead of listing them all"),
+            ));
         }
+        inputs
     }
 
     /// Stage 4, collect sections: the plugins' section hooks run on their
@@ -388,12 +431,15 @@ impl Assembler {
         counter: &TokenCounter,
         mut diagnostics: Vec<Diagnostic>,
     ) -> Built {
-        let (files, file_details) = file_reports(&fitted, inputs, &run, counter);
-        for f in files.iter().filter(|f| f.truncated && !fitted.knobs.file_caps.contains_key(&f.name)) {
-            let why = if f.raw_chars > self.config.budget.per_file_chars { "per-file cap" } else { "total file cap" };
+        let layout = self.config.layout().mode(resolved.mode);
+        let (files, file_details) = file_reports(&fitted, inputs, &run, counter, layout);
+        // Cuts by the file caps (the budget's own are reported with it).
+        for injected in fitted.render.files.iter() {
+            let Some(cap) = injected.cut_by.filter(|c| *c != crate::bootstrap::Cap::Budget) else { continue };
+            let r = &injected.report;
             diagnostics.push(Diagnostic::warn(
                 "file_truncated",
-                format!("{}: {} characters cut to {} ({why}; raise [budget] per_file_chars / total_file_chars to keep more)", f.name, f.raw_chars, f.injected_chars),
+                format!("{}: {} characters cut to {} ({})", r.name, r.raw_chars, r.injected_chars, cap.describe()),
             ));
         }
         let plugins = self
@@ -468,14 +514,16 @@ impl Assembler {
 /// Each file the build loaded, and what became of it: its sizes, whether
 /// it was cut, and (the detail) its tokens, zone and source. A file whose
 /// section a plugin replaced (SOUL.md under an AIEOS persona) is loaded but
-/// not in the prompt: it is reported as not injected. Only a section placed
-/// `At` the file group's id replaces it: merge refuses any other
-/// contributed section that takes a core id.
+/// not in the prompt: it is reported as not injected, as is a file whose
+/// group's core section is not in the prompt (dropped by the budget). Only a
+/// section placed `At` the file group's id replaces it: merge refuses any
+/// other contributed section that takes a core id.
 fn file_reports(
     fitted: &Fitted,
     inputs: &CoreInputs,
     run: &BuildRun,
     counter: &TokenCounter,
+    layout: &crate::layout::ModeLayout,
 ) -> (Vec<FileReport>, Vec<FileDetail>) {
     let replaced_by = |group_section: &str| {
         fitted
@@ -484,21 +532,28 @@ fn file_reports(
             .find(|s| s.id == group_section && s.source != Source::Core && s.slot.placement() == Placement::At)
             .map(|s| s.source.to_string())
     };
+    let in_prompt =
+        |group_section: &str| fitted.sections.iter().any(|s| s.id == group_section && s.source == Source::Core);
     let mut files = fitted.render.file_reports(inputs);
     let mut details = Vec::with_capacity(files.len());
     for f in files.iter_mut() {
         if let Some(plugin) = run.file_sources.get(&f.name) {
             f.source = format!("plugin:{plugin}");
         }
-        let by = fitted.render.files.iter().find(|i| i.name == f.name).and_then(|i| replaced_by(i.group.section_id()));
-        if by.is_some() {
+        let rendered = fitted.render.files.iter().find(|i| i.name == f.name);
+        let by = rendered.and_then(|i| replaced_by(i.group.section_id()));
+        if by.is_some() || rendered.is_some_and(|i| !in_prompt(i.group.section_id())) {
             f.injected_chars = 0;
         }
-        let injected =
-            fitted.render.files.iter().find(|i| i.name == f.name && !i.text.is_empty()).filter(|_| by.is_none());
+        let injected = fitted
+            .render
+            .files
+            .iter()
+            .find(|i| i.name == f.name && !i.text.is_empty())
+            .filter(|_| by.is_none() && f.injected_chars > 0);
         details.push(FileDetail {
             tokens: injected.map(|i| counter.count(&i.text)).unwrap_or(0),
-            zone: injected.and_then(|i| core_spec(i.group.section_id())).map(|spec| spec.zone),
+            zone: injected.map(|i| layout.zone(i.group.section_id())),
             source: match (by, run.file_sources.get(&f.name)) {
                 (Some(by), _) => format!("replaced by {by}"),
                 (None, Some(plugin)) => format!("plugin:{plugin}"),
@@ -550,6 +605,48 @@ fn native_tool_schemas(tools: &[PromptTool]) -> String {
         ));
     }
     out
+}
+
+/// The name the identity line gives the agent: `[agent] name`, else the
+/// name IDENTITY.md states, else the id. When the config and IDENTITY.md
+/// disagree the config wins, and a diagnostic says so: one agent, one name.
+fn agent_name(
+    config: &crate::config::Config,
+    agent_id: &str,
+    files: &[crate::bootstrap::BootstrapFile],
+    diagnostics: &mut Vec<Diagnostic>,
+) -> String {
+    let configured = config.agent.name.as_deref().map(|n| one_line(n, 64)).filter(|n| !n.is_empty());
+    let stated = files.iter().find(|f| f.name == "IDENTITY.md").and_then(|f| f.text()).and_then(identity_md_name);
+    match (configured, stated) {
+        (Some(name), Some(other)) if !name.eq_ignore_ascii_case(&other) => {
+            diagnostics.push(Diagnostic::warn(
+                "name_conflict",
+                format!(
+                    "[agent] name is {name:?} but IDENTITY.md says {other:?}; the identity line uses {name:?}: make them agree"
+                ),
+            ));
+            name
+        }
+        (Some(name), _) => name,
+        (None, Some(stated)) => stated,
+        (None, None) => agent_id.to_string(),
+    }
+}
+
+/// The name an IDENTITY.md states: the first line that reads `Name: X`,
+/// as a list item or in bold (`- **Name:** X`) or not.
+pub fn identity_md_name(text: &str) -> Option<String> {
+    text.lines().find_map(|line| {
+        let line = line.trim().trim_start_matches(['-', '*', '+']).trim();
+        let plain = line.replace("**", "").replace("__", "");
+        let (key, value) = plain.split_once(':')?;
+        if !key.trim().eq_ignore_ascii_case("name") {
+            return None;
+        }
+        let value = one_line(neutralize(value.trim()).trim_matches(['*', '_', '`', ' ']), 64);
+        (!value.is_empty()).then_some(value)
+    })
 }
 
 #[cfg(test)]

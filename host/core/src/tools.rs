@@ -46,6 +46,7 @@ fn mcp_server_of(name: &str) -> Option<String> {
 /// then schema, is kept, whatever order the caller used.
 pub fn prepare(tools: &[Tool], diagnostics: &mut Vec<Diagnostic>) -> Vec<PromptTool> {
     let mut nameless: Vec<usize> = Vec::new();
+    let mut renamed: Vec<String> = Vec::new();
     let prepared: Vec<PromptTool> = tools
         .iter()
         .enumerate()
@@ -54,6 +55,9 @@ pub fn prepare(tools: &[Tool], diagnostics: &mut Vec<Diagnostic>) -> Vec<PromptT
             if !has_visible_name(&name) {
                 nameless.push(i + 1);
                 return None;
+            }
+            if name != t.name {
+                renamed.push(format!("{:?} as {name}", crate::text::cap_chars(&t.name, 80)));
             }
             let (schema, schema_is_json) = match &t.parameters {
                 Some(p) => {
@@ -78,6 +82,17 @@ pub fn prepare(tools: &[Tool], diagnostics: &mut Vec<Diagnostic>) -> Vec<PromptT
         .collect();
     if !nameless.is_empty() {
         diagnostics.push(nameless_diagnostic(&nameless));
+    }
+    if !renamed.is_empty() {
+        renamed.sort();
+        diagnostics.push(Diagnostic::warn(
+            "tool_name_cleaned",
+            format!(
+                "tool name(s) with line breaks, control characters or more than {MAX_NAME_CHARS} characters are listed \
+                 cleaned: {} (the runtime must call them by these names, or fix them at the source)",
+                renamed.join(", ")
+            ),
+        ));
     }
     let (prepared, dropped) = sort_dedup(
         prepared,

@@ -34,10 +34,18 @@ pub fn head_tail(text: &str, cap: usize, head_ratio: f64, tail_ratio: f64, label
     if raw <= cap {
         return Truncated { text: text.to_string(), raw_chars: raw, head_chars: raw, tail_chars: 0, truncated: false };
     }
+    // A head-only cut (no tail kept, ZeroClaw's) says where it stopped; a
+    // head-and-tail cut says what it kept of each end.
+    let head_only = tail_ratio <= 0.0;
     let full = |h: usize, t: usize| {
-        format!("\n\n[… {label}: kept the first {h} and last {t} of {raw} characters; read the file for the part cut here …]\n\n")
+        if head_only {
+            format!("\n\n[… {label}: cut after {h} of {raw} characters; read the file for the rest …]\n")
+        } else {
+            format!("\n\n[… {label}: kept the first {h} and last {t} of {raw} characters; read the file for the part cut here …]\n\n")
+        }
     };
-    let compact = |h: usize, t: usize| format!("[…{h}+{t}/{raw}]");
+    let compact =
+        |h: usize, t: usize| if head_only { format!("[…{h}/{raw}]") } else { format!("[…{h}+{t}/{raw}]") };
 
     if let Some((h, t)) = fit(cap, head_ratio, tail_ratio, &full) {
         if h.saturating_add(t) >= MIN_CONTENT_FOR_FULL_MARKER {
@@ -226,9 +234,12 @@ mod tests {
     }
 
     #[test]
-    fn tail_ratio_zero_keeps_head_only() {
+    fn tail_ratio_zero_keeps_head_only_and_says_where_it_stopped() {
         let t = head_tail(&"a".repeat(1000), 200, 0.9, 0.0, "X");
         assert_eq!(t.tail_chars, 0);
         assert!(t.head_chars > 50);
+        assert!(t.text.contains(&format!("X: cut after {} of 1000 characters", t.head_chars)), "{}", t.text);
+        assert!(!t.text.contains("last 0"), "{}", t.text);
+        assert!(head_tail(&"a".repeat(1000), 12, 1.0, 0.0, "X").text.contains("/1000]"));
     }
 }

@@ -8,9 +8,16 @@
 //! adds no section and logs a warning (a build diagnostic), so the markdown
 //! persona (SOUL.md, IDENTITY.md) stays.
 //!
-//! Every descriptive field is rendered: blocks in a fixed order, keys within
-//! a block alphabetically (so key order in the file never changes the prompt);
-//! JSON-LD keys (`@context`, `@type`, any `@…`), `standard` and `metadata` never are.
+//! By default (`fields = "model"`) only what shapes the model's replies is
+//! rendered: the name, the role (`history.occupation`), the personality
+//! (`psychology.traits`, `psychology.emotional_profile`), the communication
+//! style (`linguistics.text_style`, `syntax`, `interaction`, `idiolect`) and
+//! the boundaries (`psychology.moral_compass`, any `boundaries` block).
+//! Appearance, birthplace, favourites, voice settings and the rest cost
+//! tokens and change no reply. `fields = "all"` renders every descriptive
+//! field: blocks in a fixed order, keys within a block alphabetically (so
+//! key order in the file never changes the prompt). JSON-LD keys
+//! (`@context`, `@type`, any `@…`), `standard` and `metadata` never are.
 
 use proem_sdk::{workspace, AgentContext, File, Plugin, Section, StableHook, StableOutput};
 use serde_json::{Map, Value};
@@ -42,6 +49,33 @@ const BLOCKS: [(&str, &str); 9] = [
 /// Top-level keys that are about the document, not the entity.
 const NOT_DESCRIPTIVE: [&str; 2] = ["standard", "metadata"];
 
+/// What `fields = "model"` renders: a heading and the paths whose values
+/// go under it, in order (a path the document lacks is skipped).
+const MODEL_FIELDS: [(&str, &[&str]); 4] = [
+    ("Role", &["history.occupation", "identity.role", "role"]),
+    ("Personality", &["psychology.traits", "psychology.emotional_profile", "psychology.mbti", "psychology.ocean"]),
+    (
+        "Communication Style",
+        &[
+            "linguistics.text_style",
+            "linguistics.syntax",
+            "linguistics.interaction",
+            "linguistics.idiolect",
+            "linguistics.style",
+        ],
+    ),
+    ("Boundaries", &["psychology.moral_compass", "boundaries", "psychology.boundaries"]),
+];
+
+/// Which fields are rendered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fields {
+    /// Name, role, personality, style, boundaries.
+    Model,
+    /// Every descriptive field.
+    All,
+}
+
 impl Plugin for AieosIdentity {
     fn capabilities(&self) -> Vec<String> {
         vec!["workspace-read".into()]
@@ -51,7 +85,12 @@ impl Plugin for AieosIdentity {
 /// The identity is the agent's, not the turn's: a stable hook.
 impl StableHook for AieosIdentity {
     fn stable(&self, ctx: &AgentContext, _files: &[File]) -> Result<StableOutput, String> {
-        match load(ctx).and_then(|doc| render(&doc)) {
+        let fields = match ctx.config_str("fields").unwrap_or("model") {
+            "model" => Fields::Model,
+            "all" => Fields::All,
+            other => return Err(format!("config `fields` is {other:?}; expected \"model\" or \"all\"")),
+        };
+        match load(ctx).and_then(|doc| render_fields(&doc, fields)) {
             Ok(body) => Ok(StableOutput::default().section(Section::replace("persona", body))),
             Err(why) => {
                 proem_sdk::warn(&format!("{why}; using the markdown persona (SOUL.md, IDENTITY.md) instead"));
@@ -83,10 +122,59 @@ pub fn parse(text: &str, label: &str) -> Result<Value, String> {
     Ok(doc)
 }
 
-/// Renders a document into the persona section's body. `Err` when nothing
-/// descriptive is in it.
+/// Renders every descriptive field of a document (`fields = "all"`).
 pub fn render(doc: &Value) -> Result<String, String> {
+    render_fields(doc, Fields::All)
+}
+
+/// Renders a document into the persona section's body, with `fields`.
+/// `Err` when nothing descriptive is in it.
+pub fn render_fields(doc: &Value, fields: Fields) -> Result<String, String> {
     let Value::Object(top) = doc else { return Err("the AIEOS document is not a JSON object".into()) };
+    let blocks = match fields {
+        Fields::All => all_blocks(top),
+        Fields::Model => model_blocks(doc),
+    };
+    if blocks.is_empty() && display_name(top).is_none() {
+        return Err("the AIEOS document has no identity fields".into());
+    }
+    let mut out =
+        String::from("## Persona\nThis is who you are, from your AIEOS identity document. Embody it in every reply.");
+    if let Some(name) = display_name(top) {
+        out.push_str(&format!("\nYour name is {name}."));
+    }
+    for block in blocks {
+        out.push_str("\n\n");
+        out.push_str(&block);
+    }
+    Ok(cap(out))
+}
+
+/// The blocks of `fields = "model"`: each heading with the values of its
+/// paths (a scalar as one labelled line, an object as its fields).
+fn model_blocks(doc: &Value) -> Vec<String> {
+    let mut blocks = Vec::new();
+    for (heading, paths) in MODEL_FIELDS {
+        let mut lines = Vec::new();
+        for path in paths {
+            let Some(value) = path.split('.').try_fold(doc, |v, key| v.get(key)) else { continue };
+            match value {
+                Value::Object(_) => block_lines(value, 0, &mut lines),
+                other => {
+                    let key = path.rsplit('.').next().unwrap_or(path);
+                    field_lines(key, other, 0, &mut lines);
+                }
+            }
+        }
+        if !lines.is_empty() {
+            blocks.push(format!("### {heading}\n{}", lines.join("\n")));
+        }
+    }
+    blocks
+}
+
+/// The blocks of `fields = "all"`: every top-level block.
+fn all_blocks(top: &Map<String, Value>) -> Vec<String> {
     let mut blocks = Vec::new();
     let known = BLOCKS.iter().filter_map(|(key, heading)| top.get(*key).map(|v| (*heading, v)));
     let others = top
@@ -101,19 +189,7 @@ pub fn render(doc: &Value) -> Result<String, String> {
             blocks.push(format!("### {}\n{}", label(heading), lines.join("\n")));
         }
     }
-    if blocks.is_empty() {
-        return Err("the AIEOS document has no identity fields".into());
-    }
-    let mut out =
-        String::from("## Persona\nThis is who you are, from your AIEOS identity document. Embody it in every reply.");
-    if let Some(name) = display_name(top) {
-        out.push_str(&format!("\nYour name is {name}."));
-    }
-    for block in blocks {
-        out.push_str("\n\n");
-        out.push_str(&block);
-    }
-    Ok(cap(out))
+    blocks
 }
 
 /// `names.first` + `names.last` (or `full`, or a flat `name`), with the nickname.

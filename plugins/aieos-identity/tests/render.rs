@@ -113,3 +113,20 @@ fn hostile_text_stays_on_one_line_and_output_is_capped() {
     assert!(text.len() <= aieos_identity::MAX_BYTES + 64);
     assert!(text.ends_with("[AIEOS document cut to fit]"));
 }
+
+/// `fields = "model"` (the default) keeps what shapes replies (name, role,
+/// personality, style, boundaries) and leaves out what does not
+/// (appearance, origin, favourites, voice settings), in both shapes.
+#[test]
+fn the_model_fields_are_name_role_personality_style_and_boundaries() {
+    use aieos_identity::{render_fields, Fields};
+    for name in ["v1.1-nested.json", "flat.json"] {
+        let d = doc(name);
+        let (model, all) = (render_fields(&d, Fields::Model).unwrap(), render(&d).unwrap());
+        assert!(model.starts_with("## Persona\n") && model.contains("Your name is"), "{name}");
+        assert!(model.len() * 2 < all.len(), "{name}: {} vs {} bytes", model.len(), all.len());
+        for block in ["### Appearance", "### Interests", "### Capabilities", "### Motivations"] {
+            assert!(!model.contains(block), "{name}: {block}");
+        }
+    }
+}

@@ -324,7 +324,8 @@ fn modes_of(modes: &[Mode]) -> ModeSet {
     }
 }
 
-/// A replacement lives in the replaced section's zone and modes.
+/// A replacement lives in the replaced section's zone (the merge moves it
+/// where the active layout puts that section).
 fn replacement_section(
     plugin: &str,
     target: &'static str,
@@ -336,7 +337,9 @@ fn replacement_section(
     let spec = core_spec(target).expect("anchor() checked the id");
     let slot = Slot::new(target, Placement::At).expect("core id");
     note_neutralized(plugin, target, body, diagnostics);
-    Section::contributed(plugin, target, slot, spec.zone, priority, modes.intersect(spec.modes), body)
+    // Where the layout does not place the section in a mode, the merge
+    // leaves the replacement out with it.
+    Section::contributed(plugin, target, slot, spec.zone, priority, modes, body)
 }
 
 /// Validates a `sections` result. `Err` means the whole output is invalid and
@@ -381,8 +384,9 @@ pub fn validate_sections(
 }
 
 /// Validates an overlay and turns it into sections: replacements in the
-/// replaced sections' places, the prefix at the very top of the stable part,
-/// the suffix at the very end of the dynamic part.
+/// replaced sections' places, the prefix at the layout's `stable_prefix`,
+/// the suffix at its `dynamic_suffix` (the end of the dynamic part, unless
+/// the layout says otherwise).
 pub fn validate_overlay(
     plugin: &str,
     raw: RawOverlay,
@@ -402,16 +406,16 @@ pub fn validate_overlay(
         check_size(&format!("replacement of {target}"), body, caps)?;
         out.push(replacement_section(plugin, target, ModeSet::ALL, 0, body, &mut notes));
     }
-    let first = CORE_SECTIONS[0].id;
-    let last = CORE_SECTIONS[CORE_SECTIONS.len() - 1].id;
+    // Each end goes where the active layout puts its entry
+    // (`stable_prefix`, `dynamic_suffix`).
     let ends = [
-        (STABLE_PREFIX_ID, raw.stable_prefix, Zone::Stable, first, Placement::Before, i32::MIN),
-        (DYNAMIC_SUFFIX_ID, raw.dynamic_suffix, Zone::Dynamic, last, Placement::After, i32::MAX),
+        (STABLE_PREFIX_ID, raw.stable_prefix, Zone::Stable, crate::layout::STABLE_PREFIX, i32::MIN),
+        (DYNAMIC_SUFFIX_ID, raw.dynamic_suffix, Zone::Dynamic, crate::layout::DYNAMIC_SUFFIX, i32::MAX),
     ];
-    for (id, text, zone, anchor_id, placement, priority) in ends {
+    for (id, text, zone, end, priority) in ends {
         let Some(text) = text.filter(|t| !t.trim().is_empty()) else { continue };
         check_size(id, &text, caps)?;
-        let slot = Slot::new(anchor_id, placement).expect("core id");
+        let slot = Slot::end(end);
         note_neutralized(plugin, id, &text, &mut notes);
         out.push(Section::contributed(plugin, id, slot, zone, priority, ModeSet::ALL, &text));
     }
@@ -577,14 +581,17 @@ mod tests {
     }
 
     #[test]
-    fn a_replacement_takes_the_replaced_sections_zone_and_modes() {
+    fn a_replacement_takes_the_replaced_sections_zone() {
         let mut d = Vec::new();
         let mut r = raw("mine", RawSlot::Replace("time".into()), "## Time\nnow");
         r.zone = Zone::Stable; // asked for stable; `time` is dynamic
         let out = validate_sections("p", vec![r], CAPS, &mut d).unwrap();
         assert_eq!(out[0].id, "time");
         assert_eq!(out[0].zone, Zone::Dynamic);
-        assert!(!out[0].modes.contains(Mode::None), "time is not in mode none");
+        // `time` is not in mode none: the merge leaves the replacement out there.
+        let none = crate::layout::Layout::default_layout().mode(Mode::None);
+        let (merged, _) = crate::render::merge(Vec::new(), &out, none);
+        assert!(merged.is_empty());
     }
 
     #[test]
@@ -608,8 +615,10 @@ mod tests {
         let mut out = validate_overlay("o", overlay, CAPS, &mut d).unwrap();
         crate::render::order(&mut out);
         let ids: Vec<&str> = out.iter().map(|s| s.id.as_str()).collect();
-        assert_eq!(ids, [STABLE_PREFIX_ID, "interaction_style", DYNAMIC_SUFFIX_ID]);
-        assert_eq!(out[0].zone, Zone::Stable);
+        // The default layout puts the prefix after Execution Bias, so below
+        // the interaction style it replaces.
+        assert_eq!(ids, ["interaction_style", STABLE_PREFIX_ID, DYNAMIC_SUFFIX_ID]);
+        assert_eq!(out[1].zone, Zone::Stable);
         assert_eq!(out[2].zone, Zone::Dynamic);
         let twice = RawOverlay {
             replacements: vec![("safety".into(), "a".into()), ("safety".into(), "b".into())],
