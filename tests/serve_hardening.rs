@@ -966,3 +966,47 @@ fn a_reload_that_loses_a_plugin_keeps_the_last_good_one() {
     std::fs::write(dir.join("plugins/fixture.wasm"), wasm).unwrap();
     eventually("the restored binary reloads", || agent()["status"] == "ok");
 }
+
+/// Every error the service answers is a problem document, whatever part of
+/// the request is wrong: a path segment that is not UTF-8 (percent-encoded
+/// bytes of every kind), a method a route does not take, an unknown route.
+/// axum answers some of these by itself, as plain text, unless the
+/// service rewrites them.
+#[test]
+fn every_error_is_a_problem_document() {
+    plugin_env();
+    let server = Server::start(&[&atlas()]);
+    let addr = server.addr();
+    let port: u16 = addr.rsplit(':').next().unwrap().parse().unwrap();
+    let host = format!("Host: 127.0.0.1:{port}");
+    let segments = proptest::collection::vec(any::<u8>(), 1..6)
+        .prop_map(|bytes| bytes.iter().map(|b| format!("%{b:02X}")).collect::<String>());
+    let routes = prop::sample::select(vec![
+        ("GET", "/v1/agents/{}"),
+        ("POST", "/v1/agents/{}/build"),
+        ("POST", "/v1/agents/{}/inspect"),
+        ("PUT", "/v1/agents/{}"),
+        ("DELETE", "/v1/agents"),
+        ("GET", "/v1/agents/{}/build"),
+        ("GET", "/nothing/{}"),
+    ]);
+    let mut runner = TestRunner::new(Config { cases: 96, ..Config::default() });
+    runner
+        .run(&(routes, segments), |((method, route), segment)| {
+            let path = route.replace("{}", &segment);
+            let head = format!("{method} {path} HTTP/1.1\r\n{host}\r\nContent-Type: application/json");
+            let reply = send(&addr, &head, "{}");
+            prop_assert!(reply.status >= 400, "{method} {path}: {}", reply.status);
+            prop_assert!(
+                reply.head.contains("content-type: application/problem+json"),
+                "{method} {path}: {}\n{}",
+                reply.head,
+                reply.body
+            );
+            let problem = reply.json();
+            prop_assert_eq!(problem["status"].as_u64(), Some(u64::from(reply.status)), "{}", reply.body);
+            prop_assert!(problem["detail"].as_str().is_some_and(|d| !d.is_empty()), "{}", reply.body);
+            Ok(())
+        })
+        .unwrap();
+}

@@ -25,7 +25,8 @@ fn guest_0_1() -> Vec<u8> {
 /// subfolder, and ways out of the workspace.
 const PATHS: &str = "USER.md,user.md,User.Md, USER.md,USER.md.,HEARTBEAT.md,BOOTSTRAP.md,./USER.md,\
                      notes/../USER.md,notes/USER.md,link-user,link-heartbeat,loop/USER.md,loop/link-user,\
-                     notes/up-user,..,../USER.md,/workspace/USER.md";
+                     notes/up-user,..,../USER.md,/workspace/USER.md,link-user/x,link-user/..,\
+                     link-user/../notes/keep.md,loop/link-user/x,via,via/x,notes/up-user/x";
 
 /// The per-turn files the property writes, creates and deletes (and two
 /// files only a case-insensitive filesystem would take for USER.md).
@@ -60,9 +61,16 @@ fn agent() -> Agent {
     let agent = Agent::with_plugins(&plugins);
     agent.bytes("plugins/old.wasm", &guest_0_1());
     agent.file("BOOTSTRAP.md", "# Bootstrap\nSay hello.").file("notes/keep.md", "kept");
-    for (link, target) in
-        [("link-user", "USER.md"), ("link-heartbeat", "HEARTBEAT.md"), ("loop", "."), ("notes/up-user", "../USER.md")]
-    {
+    for (link, target) in [
+        ("link-user", "USER.md"),
+        ("link-heartbeat", "HEARTBEAT.md"),
+        ("loop", "."),
+        ("notes/up-user", "../USER.md"),
+        // A per-turn file as a folder on the way: `lnk/x` answers "not a
+        // directory" while USER.md exists and "no entry" while it does
+        // not, unless the stable view resolves as if it never did.
+        ("via", "link-user/.."),
+    ] {
         std::os::unix::fs::symlink(target, agent.path().join(link)).unwrap();
     }
     agent
@@ -216,4 +224,68 @@ fn a_hard_link_to_a_per_turn_file_is_hidden_from_stable_calls_while_it_is_one() 
     let second = agent.build(&big_budget());
     assert_eq!(first.stable_hash, second.stable_hash);
     assert!(second.dynamic.contains("Now likes coffee"));
+}
+
+/// The loader's own reads: a stable file (SOUL.md, TOOLS.md, an extra
+/// file, a skill's SKILL.md) that is a per-turn file under another name
+/// (a symlink, a link through a folder, a hard link) reads as missing,
+/// whatever the per-turn file holds and whether it exists: the stable part
+/// and its hash never move with it, and nothing of it shows above the
+/// boundary.
+#[test]
+fn a_stable_file_that_is_a_per_turn_file_under_another_name_reads_as_missing() {
+    let mut next = xorshift(0x5eed_1e55);
+    for case in 0..12u64 {
+        let agent = Agent::new();
+        agent
+            .file("AGENTS.md", "# Agents\nBe kind.")
+            .file("IDENTITY.md", "- **Name:** Probe")
+            .file("notes/keep.md", "kept");
+        agent.config("[bootstrap]\nextra_files = [\"PROFILE.md\", \"notes/u.md\"]\n");
+        // (BOOTSTRAP.md's presence shows above the boundary by design: the
+        // first-run notice; its links are refused the same way.)
+        let target = ["USER.md", "HEARTBEAT.md"][(next() % 2) as usize];
+        let link = |name: &str, to: &str| {
+            let path = agent.path().join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::os::unix::fs::symlink(to, path).unwrap();
+        };
+        link("SOUL.md", target);
+        link("PROFILE.md", &format!("notes/../{target}"));
+        link("notes/u.md", &format!("../{target}"));
+        link("skills/probe/SKILL.md", &format!("../../{target}"));
+        link("dirlink", ".");
+        link("TOOLS.md", &format!("dirlink/{target}"));
+        let mut seen: Option<(String, String)> = None;
+        for round in 0..4u64 {
+            let marker = format!("PERTURN{case}x{round}x{}", next() % 1000);
+            let path = agent.path().join(target);
+            let hard = agent.path().join("MEMORY.md");
+            match (round + case) % 4 {
+                0 => {
+                    let _ = std::fs::remove_file(&path);
+                    let _ = std::fs::remove_file(&hard);
+                }
+                1 | 3 => {
+                    std::fs::write(&path, format!("# Per turn\n{marker}")).unwrap();
+                    if !hard.exists() {
+                        std::fs::hard_link(&path, &hard).unwrap();
+                    }
+                }
+                _ => std::fs::write(&path, format!("# Per turn\n{marker} and more text")).unwrap(),
+            }
+            let built = agent.build(&big_budget());
+            assert!(!built.stable.contains("PERTURN"), "{target} above the boundary:\n{}", built.stable);
+            match &seen {
+                None => seen = Some((built.stable_hash.clone(), built.stable.clone())),
+                Some((hash, stable)) => {
+                    assert_eq!(stable, &built.stable, "case {case} round {round} ({target})");
+                    assert_eq!(hash, &built.stable_hash);
+                }
+            }
+            if path.exists() {
+                assert!(codes(&built).iter().any(|c| c == "file_per_turn_link"), "said why: {:?}", built.diagnostics);
+            }
+        }
+    }
 }

@@ -117,9 +117,7 @@ pub fn group_in(name: &str, layout: &crate::layout::Layout) -> FileGroup {
 pub fn group_of(name: &str) -> FileGroup {
     match &*canonical_name(name) {
         "SOUL.md" | "IDENTITY.md" => FileGroup::Persona,
-        // BOOTSTRAP.md is deleted after onboarding: above the boundary it
-        // would cost every operator a cache miss that day.
-        "USER.md" | "HEARTBEAT.md" | "BOOTSTRAP.md" => FileGroup::Dynamic,
+        name if crate::file_names::PER_TURN_FILES.contains(&name) => FileGroup::Dynamic,
         _ => FileGroup::Project,
     }
 }
@@ -162,6 +160,7 @@ pub fn load(
         .chain(extras.iter().map(|s| &**s));
     let no_memory = group_chat && !config.bootstrap.memory_in_group_chats;
     let allow = &config.bootstrap.subagent_allowlist;
+    let per_turn = ws.per_turn_files();
     let mut files = Vec::new();
     for name in names {
         if session.uses_file_allowlist() && !allow.iter().any(|a| canonical_name(a) == name) {
@@ -176,10 +175,13 @@ pub fn load(
         }
         let is_optional = OPTIONAL_FILES.contains(&name) || Some(name) == team_file.as_deref();
         let is_extra = !STANDARD_FILES.contains(&name) && !is_optional;
-        let mut read = ws.read_text(name, config.bootstrap.max_file_bytes);
+        let read_file = |name: &str| {
+            ws.read_text(name, config.bootstrap.max_file_bytes).and_then(|file| per_turn.check(name, file))
+        };
+        let mut read = read_file(name);
         let mut shown_name = name.to_string();
-        if name == "MEMORY.md" && read == Err(Unavailable::Missing) {
-            let lower = ws.read_text(MEMORY_ALTERNATIVE, config.bootstrap.max_file_bytes);
+        if name == "MEMORY.md" && read.as_ref().is_err_and(Unavailable::is_missing) {
+            let lower = read_file(MEMORY_ALTERNATIVE);
             if lower.is_ok() {
                 read = lower;
                 shown_name = MEMORY_ALTERNATIVE.into();
@@ -204,9 +206,14 @@ pub fn load(
                 text.truncate(text.trim_end().len());
                 Some(text)
             }
-            Err(Unavailable::Missing) if is_optional => continue,
-            Err(Unavailable::Missing) => {
-                if is_extra {
+            Err(why) if why.is_missing() => {
+                if let Unavailable::PerTurn(how) = &why {
+                    diagnostics.push(Diagnostic::warn(why.code(), format!("{shown_name}: {how}")));
+                }
+                if is_optional {
+                    continue;
+                }
+                if is_extra && why == Unavailable::Missing {
                     diagnostics.push(Diagnostic::warn(
                         "file_missing",
                         format!("{name}: listed in [bootstrap] extra_files but not found"),

@@ -7,6 +7,11 @@ use std::borrow::Cow;
 pub const STANDARD_FILES: [&str; 8] =
     ["AGENTS.md", "SOUL.md", "IDENTITY.md", "USER.md", "TOOLS.md", "HEARTBEAT.md", "BOOTSTRAP.md", "MEMORY.md"];
 
+/// The standard files that change per turn and go below the boundary
+/// (BOOTSTRAP.md too: it is deleted after onboarding, and above the
+/// boundary it would cost every operator a cache miss that day).
+pub const PER_TURN_FILES: [&str; 3] = ["USER.md", "HEARTBEAT.md", "BOOTSTRAP.md"];
+
 /// GoClaw's further workspace files, read after the standard ones when
 /// present (no row in the report when absent): the core and task rules
 /// its minimal and task modes keep instead of AGENTS.md
@@ -55,4 +60,23 @@ pub fn canonical_name(name: &str) -> Cow<'_, str> {
 /// Whether `name` is exactly a name the loader reads by itself.
 fn is_known(name: &str) -> bool {
     name == MEMORY_ALTERNATIVE || STANDARD_FILES.contains(&name) || OPTIONAL_FILES.contains(&name)
+}
+
+/// The standard files rendered below the cache boundary: they change per
+/// turn, so nothing above it may see them under any name.
+pub fn per_turn_names() -> impl Iterator<Item = &'static str> {
+    PER_TURN_FILES.into_iter()
+}
+
+/// Whether a file name may name a per-turn file on some filesystem: equal
+/// to one ignoring case (as a case-insensitive filesystem compares, by
+/// Unicode case mapping), surrounding white space and trailing dots (which
+/// Windows drops).
+pub fn is_per_turn_name(name: &str) -> bool {
+    let trimmed = name.trim_start().trim_end_matches(|c: char| c == '.' || c.is_whitespace());
+    if trimmed.is_empty() {
+        return false;
+    }
+    let (upper, lower) = (trimmed.to_uppercase(), trimmed.to_lowercase());
+    per_turn_names().any(|n| upper == n.to_uppercase() || lower == n.to_lowercase())
 }

@@ -23,7 +23,7 @@
 use crate::config::{SkillForm, SkillsConfig};
 use crate::report::Diagnostic;
 use crate::text::{front_matter_fields, one_line, sort_dedup, split_front_matter, xml_escape, FrontMatter, SameName};
-use crate::workspace::{Unavailable, Workspace};
+use crate::workspace::{PerTurnFiles, Unavailable, Workspace};
 
 /// The folder skills are read from.
 pub const SKILLS_DIR: &str = "skills";
@@ -94,10 +94,12 @@ pub enum Read {
 }
 
 /// Reads `<root>/<dir>/SKILL.md`.
-pub fn read(ws: &Workspace, skill_dir: &SkillDir) -> Read {
+/// A SKILL.md that is a per-turn file under another name reads as missing
+/// ([`PerTurnFiles::check`]): the skills list sits above the boundary.
+pub fn read(ws: &Workspace, skill_dir: &SkillDir, per_turn: &PerTurnFiles) -> Read {
     let dir = skill_dir.dir.as_str();
     let location = format!("{}/{dir}/SKILL.md", skill_dir.root);
-    let text = match ws.read_text(&location, MAX_SKILL_BYTES) {
+    let text = match ws.read_text(&location, MAX_SKILL_BYTES).and_then(|f| per_turn.check(&location, f)) {
         Ok(f) => f.text,
         Err(Unavailable::Missing) => return Read::Nothing,
         Err(why) => {

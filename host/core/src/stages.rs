@@ -226,9 +226,10 @@ impl Assembler {
         let read_skills = || {
             build_span.in_scope(|| {
                 let _s = tracing::info_span!("load_skills").entered();
+                let per_turn = self.workspace.per_turn_files();
                 skills_read.work(
                     || skills::folders(&self.workspace, &config.skills),
-                    |dir| skills::read(&self.workspace, dir),
+                    |dir| skills::read(&self.workspace, dir, &per_turn),
                 );
             })
         };

@@ -323,7 +323,20 @@ pub fn is_tag_filler(c: char) -> bool {
     is_invisible(c) || (!c.is_ascii() && in_class(unicode_classes::MARKS, c))
 }
 
-/// The code point ranges of [`is_invisible`] and [`is_tag_filler`],
+/// Whether a character draws ink: a letter, number, punctuation mark or
+/// symbol (`L`, `N`, `P`, `S`) that is neither [`is_invisible`] nor one of
+/// the symbols whose glyph is blank (U+2800 BRAILLE PATTERN BLANK, U+1D159
+/// MUSICAL SYMBOL NULL NOTEHEAD, the Hangul fillers). Private-use and
+/// unassigned code points draw nothing a model can rely on, so they are not
+/// visible either. A name must have one of these to name anything.
+pub fn is_visible(c: char) -> bool {
+    if c.is_ascii() {
+        return c.is_ascii_graphic();
+    }
+    in_class(unicode_classes::VISIBLE, c)
+}
+
+/// The code point ranges of [`is_invisible`], [`is_tag_filler`] and [`is_visible`],
 /// written by build.rs from the Unicode tables of regex-syntax (the same
 /// Unicode version as the rest of proem's Unicode handling).
 mod unicode_classes {

@@ -114,11 +114,12 @@ pub fn prepare(tools: &[Tool], diagnostics: &mut Vec<Diagnostic>) -> Vec<PromptT
     prepared
 }
 
-/// Whether a cleaned name has a character a model can see: an empty name,
-/// or one of whitespace, invisible or combining characters alone
-/// ([`crate::text::is_tag_filler`]), names no tool anyone can call.
+/// Whether a cleaned name has a character a model can see
+/// ([`crate::text::is_visible`]): an empty name, or one of whitespace,
+/// invisible, combining, blank-glyph, private-use or unassigned characters
+/// alone, names no tool anyone can call.
 fn has_visible_name(name: &str) -> bool {
-    name.chars().any(|c| !crate::text::is_tag_filler(c))
+    name.chars().any(crate::text::is_visible)
 }
 
 /// The diagnostic for tools left out for having no visible name, by their
@@ -195,5 +196,44 @@ mod tests {
                 && serde_json::from_str::<serde_json::Value>(&by_name("long").schema).is_err()
         );
         assert!(!by_name("none").schema_is_json && by_name("none").schema.is_empty());
+    }
+
+    /// Names made only of characters that draw no ink, from every class of
+    /// them (controls, format and default-ignorable characters, white space,
+    /// combining marks, blank-glyph symbols, private use, unassigned), are
+    /// left out whatever the mix; a name with one letter, digit,
+    /// punctuation mark or symbol among them is kept.
+    #[test]
+    fn a_name_of_inkless_characters_alone_is_left_out() {
+        use proptest::prelude::*;
+        let inkless = prop_oneof![
+            Just('\u{0}'),
+            Just('\u{200b}'),
+            Just('\u{202e}'),
+            Just('\u{e0041}'),
+            Just('\u{a0}'),
+            Just('\u{3000}'),
+            Just('\u{301}'),
+            Just('\u{e31}'),
+            Just('\u{fe0f}'),
+            Just('\u{2800}'),
+            Just('\u{1d159}'),
+            Just('\u{3164}'),
+            Just('\u{115f}'),
+            Just('\u{ffa0}'),
+            Just('\u{e000}'),
+            Just('\u{10ffff}'),
+            Just('\u{1d173}'),
+            Just('\u{180e}'),
+        ];
+        let inked = prop_oneof![Just('a'), Just('7'), Just('_'), Just('é'), Just('名'), Just('→'), Just('\u{1cbd}')];
+        let names = proptest::collection::vec(inkless, 1..6);
+        proptest!(|(mut chars in names, ink in inked, at in 0usize..6)| {
+            let name: String = chars.iter().collect();
+            prop_assert!(prepare(&[tool(&name)], &mut Vec::new()).is_empty(), "{:?} was kept", name);
+            chars.insert(at.min(chars.len()), ink);
+            let name: String = chars.iter().collect();
+            prop_assert_eq!(prepare(&[tool(&name)], &mut Vec::new()).len(), 1, "{:?} was left out", name);
+        });
     }
 }

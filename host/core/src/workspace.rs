@@ -29,6 +29,10 @@ pub enum Unavailable {
     Unreadable(String),
     /// Not valid UTF-8 text (or binary).
     NotText(String),
+    /// The same file as a per-turn file (a symlink or hard link to USER.md,
+    /// HEARTBEAT.md or BOOTSTRAP.md) read under another name: its text
+    /// changes every turn, so it is read as if it were missing.
+    PerTurn(String),
 }
 
 impl Unavailable {
@@ -36,7 +40,10 @@ impl Unavailable {
     pub fn describe(&self) -> String {
         match self {
             Unavailable::Missing => "not found".into(),
-            Unavailable::Refused(why) | Unavailable::Unreadable(why) | Unavailable::NotText(why) => why.clone(),
+            Unavailable::Refused(why)
+            | Unavailable::Unreadable(why)
+            | Unavailable::NotText(why)
+            | Unavailable::PerTurn(why) => why.clone(),
         }
     }
 
@@ -47,7 +54,15 @@ impl Unavailable {
             Unavailable::Refused(_) => "file_refused",
             Unavailable::Unreadable(_) => "file_unreadable",
             Unavailable::NotText(_) => "file_not_text",
+            Unavailable::PerTurn(_) => "file_per_turn_link",
         }
+    }
+
+    /// Whether the file counts as missing wherever it is read: it is, or it
+    /// is a per-turn file's other name (so a stable part built with it is
+    /// the one built without it, whether the per-turn file exists or not).
+    pub fn is_missing(&self) -> bool {
+        matches!(self, Unavailable::Missing | Unavailable::PerTurn(_))
     }
 }
 
@@ -58,6 +73,29 @@ pub struct TextFile {
     pub text: String,
     /// Whether the read stopped at the byte limit.
     pub cut_at_limit: bool,
+    /// The file's (device, inode), to tell a link to a per-turn file.
+    pub identity: (u64, u64),
+}
+
+/// The (device, inode) of the per-turn files present at one moment (see
+/// [`Workspace::per_turn_files`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PerTurnFiles(Vec<(u64, u64)>);
+
+impl PerTurnFiles {
+    /// Checks a file read as `name`: `Err` when it is a per-turn file read
+    /// under another name (a symlink, a hard link, a folder link on the
+    /// way), which a stable part must never see.
+    pub fn check(&self, name: &str, file: TextFile) -> Result<TextFile, Unavailable> {
+        if self.0.contains(&file.identity) && !crate::file_names::is_per_turn_name(name) {
+            return Err(Unavailable::PerTurn(
+                "is the same file as a per-turn file (USER.md, HEARTBEAT.md or BOOTSTRAP.md), through a link; \
+                 its text changes every turn, so it is read as missing: copy the text instead of linking"
+                    .into(),
+            ));
+        }
+        Ok(file)
+    }
 }
 
 impl Workspace {
@@ -120,7 +158,21 @@ impl Workspace {
             .map_err(|e| Unavailable::Unreadable(format!("read failed: {e}")))?;
         let cut_at_limit = bytes.len() > max_bytes;
         bytes.truncate(max_bytes);
-        decode(bytes, cut_at_limit).map(|text| TextFile { text, cut_at_limit })
+        let identity = (cap_std::fs::MetadataExt::dev(&meta), cap_std::fs::MetadataExt::ino(&meta));
+        decode(bytes, cut_at_limit).map(|text| TextFile { text, cut_at_limit, identity })
+    }
+
+    /// The (device, inode) of each per-turn file present now, followed
+    /// through links (one stat each): what [`PerTurnFiles::check`] refuses
+    /// under another name. Taken once per build.
+    pub fn per_turn_files(&self) -> PerTurnFiles {
+        let mut found = Vec::new();
+        for name in crate::file_names::per_turn_names() {
+            if let Ok(meta) = self.dir.metadata(name) {
+                found.push((cap_std::fs::MetadataExt::dev(&meta), cap_std::fs::MetadataExt::ino(&meta)));
+            }
+        }
+        PerTurnFiles(found)
     }
 
     /// Names of the sub-directories of `rel` (sorted), or empty when absent.

@@ -62,21 +62,18 @@ fn run(path: &Path, text: &mut String) -> Result<usize, String> {
         if info.capabilities.is_empty() { "nothing".into() } else { info.capabilities.join(", ") }
     );
     let mut problems = Vec::new();
-    let major_minor: String = api.split('.').take(2).collect::<Vec<_>>().join(".");
-    let version_hooks: &[(bool, &str)] = if major_minor == "0.1" {
-        &[(info.sections, "sections"), (info.overlay, "overlay"), (info.bootstrap, "bootstrap")]
-    } else {
-        &[(info.stable, "stable"), (info.turn, "turn"), (info.bootstrap, "bootstrap")]
-    };
-    for (declared, hook) in version_hooks {
-        let exported = exports.iter().any(|e| e.starts_with(&format!("proem:plugin/{hook}@{major_minor}")));
-        if *declared && !exported {
+    // `binary::check` accepted the version, so it parses.
+    let version = proem_wasm::wit::ApiVersion::parse(&api).unwrap_or(proem_wasm::wit::ApiVersion::CURRENT);
+    for hook in version.hooks() {
+        let exported = exports.iter().any(|e| e.starts_with(&format!("proem:plugin/{}@{version}", hook.interface())));
+        if info.declares(*hook) && !exported {
+            let interface = hook.interface();
             problems.push(format!(
-                "declares the {hook} hook but does not export proem:plugin/{hook}: rebuild with proem-sdk, or export the interface"
+                "declares the {interface} hook but does not export proem:plugin/{interface}: rebuild with proem-sdk, or export the interface"
             ));
         }
     }
-    if version_hooks.iter().all(|(declared, _)| !declared) {
+    if version.hooks().iter().all(|hook| !info.declares(*hook)) {
         problems.push(
             "declares no hook, so proem never calls it: implement StableHook, TurnHook or BootstrapHook \
              (proem-sdk's register_plugin! declares the ones implemented)"
@@ -88,18 +85,20 @@ fn run(path: &Path, text: &mut String) -> Result<usize, String> {
     for (_, probes) in set.probe_hooks(&proem_core::plugin::BuildContext::sample(), &files) {
         for probe in probes {
             match (&probe.answer, probe.declared) {
-                (Err(why), true) => problems.push(format!("the {} hook fails on a sample turn: {why}", probe.hook)),
+                (Err(why), true) => {
+                    problems.push(format!("the {} hook fails on a sample turn: {why}", probe.hook.interface()))
+                }
                 (Ok(true), false) => problems.push(format!(
                     "implements the {} hook (it answers a sample turn) but does not declare it, so proem never \
                      calls it: add it to plugin-info.hooks (proem-sdk's register_plugin! does this for every hook \
                      trait implemented)",
-                    probe.hook
+                    probe.hook.interface()
                 )),
                 (Ok(answered), true) => {
                     let _ = writeln!(
                         text,
                         "ok       {} hook answers a sample turn{}",
-                        probe.hook,
+                        probe.hook.interface(),
                         if *answered { "" } else { " (with nothing for it)" }
                     );
                 }

@@ -76,8 +76,45 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/", get(|| async { page::file("index.html") }))
         .route("/app.js", get(|| async { page::file("app.js") }))
         .route("/app.css", get(|| async { page::file("app.css") }))
-        .fallback(|| async { Problem::new(StatusCode::NOT_FOUND, "not-found", "no such route".into()) });
+        .fallback(|| async { Problem::new(StatusCode::NOT_FOUND, "not-found", "no such route".into()) })
+        .layer(axum::middleware::from_fn(errors_as_problems));
     with_layers(routes, state)
+}
+
+/// Every error is a problem document: what axum answers by itself (an
+/// extractor's rejection such as a path that is not UTF-8, a method a route
+/// does not take) is rewritten into one, its text kept as the detail and
+/// its other headers (`Allow`) kept.
+async fn errors_as_problems(request: Request, next: Next) -> Response {
+    let response = next.run(request).await;
+    let status = response.status();
+    let is_problem = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/problem+json"));
+    if is_problem || !(status.is_client_error() || status.is_server_error()) {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    // axum's own answers are a line of text; more is not read.
+    let text = axum::body::to_bytes(body, 4096).await.unwrap_or_default();
+    let detail = proem_core::text::one_line(&String::from_utf8_lossy(&text), 300);
+    let detail = if detail.is_empty() { status.canonical_reason().unwrap_or("error").to_lowercase() } else { detail };
+    let slug = match status {
+        StatusCode::BAD_REQUEST => "bad-request",
+        StatusCode::METHOD_NOT_ALLOWED => "method-not-allowed",
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported-media-type",
+        StatusCode::PAYLOAD_TOO_LARGE => "payload-too-large",
+        _ if status.is_client_error() => "client-error",
+        _ => "internal",
+    };
+    let mut problem = Problem::new(status, slug, detail).into_response();
+    for (name, value) in parts.headers.iter() {
+        if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {
+            problem.headers_mut().insert(name.clone(), value.clone());
+        }
+    }
+    problem
 }
 
 /// `routes` behind what every request passes: the panic catcher outermost,

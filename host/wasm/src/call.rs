@@ -15,8 +15,8 @@
 use crate::cache::error_chain;
 use crate::engine::{self, PluginEngine};
 use crate::sandbox::{CallClock, State};
-use crate::wit::{v0_1, v0_2, Bindings};
-use proem_core::plugin::call::{CallLimits, Failure, Outcome, Request, Response};
+use crate::wit::Bindings;
+use proem_core::plugin::call::{CallLimits, Failure, Outcome, Request};
 use proem_core::plugin::hooks;
 use proem_core::plugin::sandbox::Sandbox;
 use std::future::Future;
@@ -64,7 +64,7 @@ pub async fn call(
     });
     // The wall-clock timeout allows one more tick than the CPU deadline, so a
     // busy loop is reported as a CPU overrun, not as a blocked call.
-    let result = match within_wall_time(&clock, dispatch(&bindings, &mut store, request)).await {
+    let result = match within_wall_time(&clock, bindings.call(&mut store, request)).await {
         None => Err(Failure::Timeout(limits.deadline)),
         Some(Ok(Ok(response))) => Ok(response),
         Some(Ok(Err(message))) => Err(Failure::Returned(hooks::label(&message, 500))),
@@ -73,7 +73,7 @@ pub async fn call(
     let state = store.into_data();
     let elapsed = started.elapsed();
     let status = result.as_ref().map(|_| "ok").unwrap_or_else(|f| f.status());
-    tracing::debug!(plugin = %sandbox_id, hook, elapsed_us = elapsed.as_micros() as u64, status, "plugin call");
+    tracing::debug!(plugin = %sandbox_id, hook = hook.label(), elapsed_us = elapsed.as_micros() as u64, status, "plugin call");
     Outcome { result, logs: state.logs, elapsed }
 }
 
@@ -92,73 +92,6 @@ async fn within_wall_time<F: Future>(clock: &CallClock, future: F) -> Option<F::
             // Host functions gave time back meanwhile: wait for the new limit.
             Err(_) if limit() > at => continue,
             Err(_) => return None,
-        }
-    }
-}
-
-/// Instantiates and calls. Outer `Err`: a trap or host error; inner `Err`:
-/// the plugin's own error.
-async fn dispatch(
-    bindings: &Bindings,
-    store: &mut Store<State>,
-    request: Request,
-) -> wasmtime::Result<Result<Response, String>> {
-    let wrong =
-        |request: &Request, api: &str| Ok(Err(format!("the {} hook is not part of plugin API {api}", request.hook())));
-    match bindings {
-        Bindings::V0_1(pre) => {
-            let plugin = pre.instantiate_async(&mut *store).await?;
-            // Instantiating is the host's work (it runs under the deadline,
-            // so a start function cannot spin): the hook gets its whole
-            // deadline from here.
-            store.data().clock.restart();
-            Ok(match request {
-                Request::Info => {
-                    Ok(Response::Info(v0_1::info(plugin.proem_plugin_describe().call_info(&mut *store).await?)))
-                }
-                Request::Sections(ctx) => plugin
-                    .proem_plugin_sections()
-                    .call_contribute(&mut *store, &v0_1::context(&ctx))
-                    .await?
-                    .map(|s| Response::Sections(v0_1::sections(s))),
-                Request::Overlay(ctx) => plugin
-                    .proem_plugin_overlay()
-                    .call_overlay(&mut *store, &v0_1::context(&ctx))
-                    .await?
-                    .map(|o| Response::Overlay(o.map(v0_1::overlay))),
-                Request::Bootstrap(ctx, files) => plugin
-                    .proem_plugin_bootstrap()
-                    .call_on_bootstrap(&mut *store, &v0_1::context(&ctx), &v0_1::files_in(&files))
-                    .await?
-                    .map(|f| Response::Bootstrap(v0_1::files_out(f))),
-                other @ (Request::Stable(..) | Request::Turn(..)) => return wrong(&other, "0.1"),
-            })
-        }
-        Bindings::V0_2(pre) => {
-            let plugin = pre.instantiate_async(&mut *store).await?;
-            store.data().clock.restart();
-            let contribution = |(sections, overlay)| Response::Contribution(sections, overlay);
-            Ok(match request {
-                Request::Info => {
-                    Ok(Response::Info(v0_2::info(plugin.proem_plugin_describe().call_info(&mut *store).await?)))
-                }
-                Request::Stable(ctx, files) => plugin
-                    .proem_plugin_stable()
-                    .call_contribute(&mut *store, &v0_2::agent_context(&ctx), &v0_2::files_in(&files))
-                    .await?
-                    .map(|o| contribution(v0_2::stable_output(o))),
-                Request::Turn(ctx, files) => plugin
-                    .proem_plugin_turn()
-                    .call_contribute(&mut *store, &v0_2::turn_context(&ctx, &files))
-                    .await?
-                    .map(|o| contribution(v0_2::turn_output(o))),
-                Request::Bootstrap(ctx, files) => plugin
-                    .proem_plugin_bootstrap()
-                    .call_on_bootstrap(&mut *store, &v0_2::agent_context(&ctx), &v0_2::files_in(&files))
-                    .await?
-                    .map(|f| Response::Bootstrap(v0_2::files_out(f))),
-                other @ (Request::Sections(_) | Request::Overlay(_)) => return wrong(&other, "0.2"),
-            })
         }
     }
 }

@@ -141,8 +141,7 @@ impl PluginEngine {
             .map_err(|e| format!("cannot link the workspace filesystem: {e}"))?;
         crate::sandbox::add_to_linker(&mut linker)
             .map_err(|e| format!("cannot link the charged random numbers: {e}"))?;
-        wit::v0_1::add_to_linker(&mut linker).map_err(|e| format!("cannot link the plugin API: {e}"))?;
-        wit::v0_2::add_to_linker(&mut linker).map_err(|e| format!("cannot link the plugin API 0.2: {e}"))?;
+        wit::ApiVersion::add_all_to_linker(&mut linker)?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(worker_threads())
             .thread_name("proem-plugin")

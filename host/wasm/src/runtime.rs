@@ -4,7 +4,7 @@
 
 use crate::cache;
 use crate::engine;
-use crate::wit::{v0_1, v0_2, Bindings};
+use crate::wit::{ApiVersion, Bindings};
 use proem_core::cache_dir::CacheDir;
 use proem_core::plugin::answers::executable_identity;
 use proem_core::plugin::call::{CallLimits, Outcome, Request};
@@ -45,11 +45,8 @@ impl Runtime for Wasmtime {
             .instantiate_pre(&component)
             .map_err(|e| format!("cannot link against this proem: {}", cache::error_chain(&e)))?;
         let mismatch = |e: wasmtime::Error| format!("does not match API {api}: {}", cache::error_chain(&e));
-        let bindings = match api.split('.').take(2).collect::<Vec<_>>()[..] {
-            ["0", "1"] => Bindings::V0_1(v0_1::PluginPre::new(pre).map_err(mismatch)?),
-            ["0", "2"] => Bindings::V0_2(v0_2::PluginPre::new(pre).map_err(mismatch)?),
-            _ => return Err(format!("API {api} has no bindings in this proem")),
-        };
+        let version = ApiVersion::parse(api).ok_or_else(|| format!("API {api} has no bindings in this proem"))?;
+        let bindings = version.bind(pre).map_err(mismatch)?;
         Ok((Arc::new(bindings), origin))
     }
 

@@ -171,25 +171,9 @@ fn per_turn_files_in(root: &Dir) -> Vec<(u64, u64)> {
     found
 }
 
-/// The files a stable call never sees: the bootstrap files rendered below
-/// the cache boundary.
-fn per_turn_names() -> impl Iterator<Item = &'static str> {
-    use proem_core::bootstrap::{group_of, FileGroup, STANDARD_FILES};
-    STANDARD_FILES.into_iter().filter(|name| group_of(name) == FileGroup::Dynamic)
-}
-
-/// Whether a file name may name a per-turn file on some filesystem: equal
-/// to one ignoring case (as a case-insensitive filesystem compares, by
-/// Unicode case mapping), surrounding white space and trailing dots (which
-/// Windows drops).
-pub fn is_per_turn_name(name: &str) -> bool {
-    let trimmed = name.trim_start().trim_end_matches(|c: char| c == '.' || c.is_whitespace());
-    if trimmed.is_empty() {
-        return false;
-    }
-    let (upper, lower) = (trimmed.to_uppercase(), trimmed.to_lowercase());
-    per_turn_names().any(|n| upper == n.to_uppercase() || lower == n.to_lowercase())
-}
+/// Whether a file name may name a per-turn file (one rule with the core's
+/// loader: [`proem_core::file_names::is_per_turn_name`]).
+pub use proem_core::file_names::is_per_turn_name;
 
 /// One of a call's open places, given back when its file closes.
 struct Place(Arc<AtomicUsize>);
@@ -376,13 +360,55 @@ impl FsView<'_> {
         })
     }
 
+    /// Whether the stable view hides `path` under `dir`: a component names a
+    /// per-turn file, or a folder on the way resolves to one (through a
+    /// link: `lnk/x` with `lnk -> USER.md`). A stable call resolves every
+    /// path as if no per-turn file existed, so its answers cannot tell
+    /// whether one does.
+    fn hides_path_at(&mut self, dir: &Dir, path: &str) -> bool {
+        if !self.workspace.stable() {
+            return false;
+        }
+        if self.workspace.hides_path(path) {
+            return true;
+        }
+        let mut prefix = String::new();
+        let mut parts = path.split('/').filter(|p| !p.is_empty()).peekable();
+        while let Some(part) = parts.next() {
+            if parts.peek().is_none() {
+                break;
+            }
+            if !prefix.is_empty() || path.starts_with('/') {
+                prefix.push('/');
+            }
+            prefix.push_str(part);
+            if let Ok(meta) = dir.metadata(&prefix) {
+                if self.workspace.hides_file(meta.dev(), meta.ino()) {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    /// An error from resolving a path, as this call may see it: in the stable
+    /// view, "not a directory" (a file on the way, which may be a per-turn
+    /// file reached through a link) reads as "no such entry", which is what
+    /// the same path answers when that file is absent.
+    fn seen(&self, e: &io::Error) -> ErrorCode {
+        match code(e) {
+            ErrorCode::NotDirectory if self.workspace.stable() => ErrorCode::NoEntry,
+            other => other,
+        }
+    }
+
     /// The metadata of `path` under `dir` as this call may see it.
     fn metadata_at(&mut self, dir: &Dir, path: &str, follow: bool) -> Result<cap_std::fs::Metadata, ErrorCode> {
-        if self.workspace.hides_path(path) {
+        if self.hides_path_at(dir, path) {
             return Err(ErrorCode::NoEntry);
         }
         let meta = if follow { dir.metadata(path) } else { dir.symlink_metadata(path) };
-        let meta = meta.map_err(|e| code(&e))?;
+        let meta = meta.map_err(|e| self.seen(&e))?;
         if self.workspace.hides_file(meta.dev(), meta.ino()) {
             return Err(ErrorCode::NoEntry);
         }
@@ -392,13 +418,13 @@ impl FsView<'_> {
     /// Opens `path` under `dir` for reading: a folder or a regular file
     /// that this call may see, opened without blocking.
     fn open_node(&mut self, dir: &Dir, path: &str, follow: bool, want_dir: bool) -> Result<Node, ErrorCode> {
-        if self.workspace.hides_path(path) {
+        if self.hides_path_at(dir, path) {
             return Err(ErrorCode::NoEntry);
         }
         if !follow && dir.symlink_metadata(path).is_ok_and(|m| m.is_symlink()) {
             return Err(ErrorCode::Loop);
         }
-        let file = dir.open_with(path, &proem_core::disk::nonblocking_read()).map_err(|e| code(&e))?;
+        let file = dir.open_with(path, &proem_core::disk::nonblocking_read()).map_err(|e| self.seen(&e))?;
         let meta = file.metadata().map_err(|e| code(&e))?;
         if self.workspace.hides_file(meta.dev(), meta.ino()) {
             return Err(ErrorCode::NoEntry);
@@ -599,14 +625,14 @@ impl types::HostDescriptor for FsView<'_> {
             Err(code) => return Ok(Err(code)),
         };
         let Node::Dir(dir) = &open.node else { return Ok(Err(ErrorCode::NotDirectory)) };
-        if self.workspace.hides_path(&path) {
-            return Ok(Err(ErrorCode::NoEntry));
-        }
-        let link = self.clock.charge(CALL_COST, || dir.read_link(&path))?;
-        Ok(match link {
-            Ok(target) => target.into_os_string().into_string().map_err(|_| ErrorCode::IllegalByteSequence),
-            Err(e) => Err(code(&e)),
-        })
+        let clock = self.clock;
+        let link = clock.charge(CALL_COST, || {
+            if self.hides_path_at(dir, &path) {
+                return Err(ErrorCode::NoEntry);
+            }
+            dir.read_link(&path).map_err(|e| self.seen(&e))
+        })?;
+        Ok(link.and_then(|target| target.into_os_string().into_string().map_err(|_| ErrorCode::IllegalByteSequence)))
     }
 
     fn remove_directory_at(&mut self, _: Resource<Descriptor>, _: String) -> Answer<()> {

@@ -2,7 +2,7 @@
 //! the answer, the limits, and a verdict that says in words what went wrong
 //! (the call itself is the runtime's: `proem-wasm`'s `call`).
 
-use crate::plugin::hooks::{self, BuildContext, PluginInfo, RawFile, RawOverlay, RawSection};
+use crate::plugin::hooks::{self, BuildContext, Hook, PluginInfo, RawFile, RawOverlay, RawSection};
 use crate::plugin::sandbox::LogLine;
 use std::time::Duration;
 
@@ -24,15 +24,15 @@ pub enum Request {
 }
 
 impl Request {
-    /// The hook's name for messages.
-    pub fn hook(&self) -> &'static str {
+    /// The hook it calls.
+    pub fn hook(&self) -> Hook {
         match self {
-            Request::Info => "describe",
-            Request::Sections(_) => "sections",
-            Request::Overlay(_) => "overlay",
-            Request::Bootstrap(..) => "agent:bootstrap",
-            Request::Stable(..) => "stable",
-            Request::Turn(..) => "turn",
+            Request::Info => Hook::Describe,
+            Request::Sections(_) => Hook::Sections,
+            Request::Overlay(_) => Hook::Overlay,
+            Request::Bootstrap(..) => Hook::Bootstrap,
+            Request::Stable(..) => Hook::Stable,
+            Request::Turn(..) => Hook::Turn,
         }
     }
 }

@@ -100,6 +100,52 @@ pub struct ContextTool {
     pub parameters_json: Option<String>,
 }
 
+/// A hook a plugin can implement, one per WIT interface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Hook {
+    /// `describe.info`: what the plugin is (every version).
+    Describe,
+    /// 0.1 `sections.contribute`.
+    Sections,
+    /// 0.1 `overlay.overlay`.
+    Overlay,
+    /// `bootstrap.on-bootstrap` (the `agent:bootstrap` event).
+    Bootstrap,
+    /// 0.2 `stable.contribute`.
+    Stable,
+    /// 0.2 `turn.contribute`.
+    Turn,
+}
+
+impl Hook {
+    /// Its WIT interface, as in `proem:plugin/NAME@x.y`.
+    pub fn interface(self) -> &'static str {
+        match self {
+            Hook::Describe => "describe",
+            Hook::Sections => "sections",
+            Hook::Overlay => "overlay",
+            Hook::Bootstrap => "bootstrap",
+            Hook::Stable => "stable",
+            Hook::Turn => "turn",
+        }
+    }
+
+    /// Its name in messages: the interface, but `agent:bootstrap` for the
+    /// event the bootstrap hook answers.
+    pub fn label(self) -> &'static str {
+        match self {
+            Hook::Bootstrap => "agent:bootstrap",
+            other => other.interface(),
+        }
+    }
+}
+
+impl std::fmt::Display for Hook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
 /// What a plugin says about itself.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PluginInfo {
@@ -167,28 +213,26 @@ impl PluginInfo {
         }
     }
 
+    /// Whether it says it implements `hook` (`describe` always).
+    pub fn declares(&self, hook: Hook) -> bool {
+        match hook {
+            Hook::Describe => true,
+            Hook::Sections => self.sections,
+            Hook::Overlay => self.overlay,
+            Hook::Bootstrap => self.bootstrap,
+            Hook::Stable => self.stable,
+            Hook::Turn => self.turn,
+        }
+    }
+
     /// The hooks, comma-separated, for tables.
     pub fn hooks(&self) -> String {
-        let mut h = Vec::new();
-        if self.stable {
-            h.push("stable");
-        }
-        if self.turn {
-            h.push("turn");
-        }
-        if self.sections {
-            h.push("sections");
-        }
-        if self.overlay {
-            h.push("overlay");
-        }
-        if self.bootstrap {
-            h.push("bootstrap");
-        }
-        if h.is_empty() {
+        const ORDER: [Hook; 5] = [Hook::Stable, Hook::Turn, Hook::Sections, Hook::Overlay, Hook::Bootstrap];
+        let declared: Vec<&str> = ORDER.iter().filter(|h| self.declares(**h)).map(|h| h.interface()).collect();
+        if declared.is_empty() {
             "-".into()
         } else {
-            h.join(",")
+            declared.join(",")
         }
     }
 }

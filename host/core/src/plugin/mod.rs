@@ -26,6 +26,6 @@ pub mod runtime;
 pub mod sandbox;
 pub mod set;
 
-pub use hooks::{BuildContext, ContextTool, PluginInfo};
+pub use hooks::{BuildContext, ContextTool, Hook, PluginInfo};
 pub use sandbox::{Grants, GRANT_NAMES};
 pub use set::{BuildRun, LoadedPlugin, MemoKeys, PluginSet};

@@ -16,7 +16,7 @@ use crate::error::ProemError;
 use crate::memo::KeyHasher;
 use crate::plugin::answers::{Answered, Answers, Described};
 use crate::plugin::call::{CallLimits, Failure, Outcome, Request, Response};
-use crate::plugin::hooks::{self, BuildContext, OutputCaps, PluginInfo, RawFile};
+use crate::plugin::hooks::{self, BuildContext, Hook, OutputCaps, PluginInfo, RawFile};
 use crate::plugin::runtime::{LinkResult, Linked, PendingCall, Runtime};
 use crate::plugin::sandbox::{Grants, LogLine, Sandbox, View};
 use crate::report::{Diagnostic, PluginReport};
@@ -271,7 +271,7 @@ impl BuildRun {
     fn fail(
         &mut self,
         plugin: &LoadedPlugin,
-        hook: &str,
+        hook: Hook,
         failure: &Failure,
         what_happens: &str,
     ) -> Result<(), ProemError> {
@@ -493,7 +493,7 @@ impl PluginSet {
         match checked {
             Ok(out) => Ok(Some(out)),
             Err(f) => {
-                run.fail(plugin, "agent:bootstrap", &f, "its change to the bootstrap files was discarded")?;
+                run.fail(plugin, Hook::Bootstrap, &f, "its change to the bootstrap files was discarded")?;
                 Ok(None)
             }
         }
@@ -541,13 +541,13 @@ impl PluginSet {
             let sections = |c, _| Request::Sections(c);
             let overlay = |c, _| Request::Overlay(c);
             let hooks = [
-                SectionHook::of_0_1(info.sections, "sections", Zone::Stable, sections),
-                SectionHook::of_0_1(info.sections, "sections", Zone::Dynamic, sections),
-                SectionHook::of_0_1(info.overlay, "overlay", Zone::Stable, overlay),
-                SectionHook::of_0_1(info.overlay, "overlay", Zone::Dynamic, overlay),
+                SectionHook::of_0_1(info.sections, Hook::Sections, Zone::Stable, sections),
+                SectionHook::of_0_1(info.sections, Hook::Sections, Zone::Dynamic, sections),
+                SectionHook::of_0_1(info.overlay, Hook::Overlay, Zone::Stable, overlay),
+                SectionHook::of_0_1(info.overlay, Hook::Overlay, Zone::Dynamic, overlay),
                 SectionHook {
                     declared: info.stable,
-                    hook: "stable",
+                    hook: Hook::Stable,
                     zone: Zone::Stable,
                     files: Some(&stable_files),
                     files_hash: files_hashes.map(|h| h.0),
@@ -555,7 +555,7 @@ impl PluginSet {
                 },
                 SectionHook {
                     declared: info.turn,
-                    hook: "turn",
+                    hook: Hook::Turn,
                     zone: Zone::Dynamic,
                     files: Some(&turn_files),
                     files_hash: files_hashes.map(|h| h.1),
@@ -682,8 +682,8 @@ fn link_all<'r>(readies: impl Iterator<Item = &'r Ready>) {
 /// What one hook answered when `proem plugin check` called it.
 #[derive(Debug, Clone)]
 pub struct HookProbe {
-    /// The hook's name (`stable`, `turn`, `bootstrap`, `sections`, `overlay`).
-    pub hook: &'static str,
+    /// The hook.
+    pub hook: Hook,
     /// Whether `describe` declares it.
     pub declared: bool,
     /// `Ok(true)` when it returned something (sections, a prefix or suffix,
@@ -706,17 +706,17 @@ impl PluginSet {
             let Ok(ready) = &plugin.state else { continue };
             let info = &ready.info;
             let ctx = with_config(ctx, plugin);
-            let hooks: Vec<(&'static str, bool, Request)> = if ready.splits_zones() {
+            let hooks: Vec<(Hook, bool, Request)> = if ready.splits_zones() {
                 vec![
-                    ("stable", info.stable, Request::Stable(ctx.clone(), raw.clone())),
-                    ("turn", info.turn, Request::Turn(ctx.clone(), Vec::new())),
-                    ("bootstrap", info.bootstrap, Request::Bootstrap(ctx.clone(), raw.clone())),
+                    (Hook::Stable, info.stable, Request::Stable(ctx.clone(), raw.clone())),
+                    (Hook::Turn, info.turn, Request::Turn(ctx.clone(), Vec::new())),
+                    (Hook::Bootstrap, info.bootstrap, Request::Bootstrap(ctx.clone(), raw.clone())),
                 ]
             } else {
                 vec![
-                    ("sections", info.sections, Request::Sections(ctx.clone())),
-                    ("overlay", info.overlay, Request::Overlay(ctx.clone())),
-                    ("bootstrap", info.bootstrap, Request::Bootstrap(ctx.clone(), raw.clone())),
+                    (Hook::Sections, info.sections, Request::Sections(ctx.clone())),
+                    (Hook::Overlay, info.overlay, Request::Overlay(ctx.clone())),
+                    (Hook::Bootstrap, info.bootstrap, Request::Bootstrap(ctx.clone(), raw.clone())),
                 ]
             };
             let calls = hooks
@@ -737,7 +737,7 @@ impl PluginSet {
                 .iter()
                 .zip(self.runtime.run(calls, &mut || {}))
                 .map(|((hook, declared, _), outcome)| HookProbe {
-                    hook,
+                    hook: *hook,
                     declared: *declared,
                     answer: match outcome.result {
                         Ok(Response::Sections(s)) => Ok(!s.is_empty()),
@@ -828,8 +828,8 @@ type MakeRequest = fn(BuildContext, Vec<RawFile>) -> Request;
 struct SectionHook<'a> {
     /// Whether the plugin declares it.
     declared: bool,
-    /// Its name.
-    hook: &'static str,
+    /// Which hook.
+    hook: Hook,
     /// The zone of what it contributes: a 0.2 hook's own; each half of a
     /// 0.1 hook keeps the sections of its zone. A stable call sees the
     /// stable inputs only ([`Sees::Stable`]).
@@ -844,16 +844,16 @@ struct SectionHook<'a> {
 
 impl SectionHook<'_> {
     /// One half of a 0.1 hook (it sees no files).
-    fn of_0_1(declared: bool, hook: &'static str, zone: crate::section::Zone, request: MakeRequest) -> Self {
+    fn of_0_1(declared: bool, hook: Hook, zone: crate::section::Zone, request: MakeRequest) -> Self {
         SectionHook { declared, hook, zone, files: None, files_hash: None, request }
     }
 }
 
 /// A hook's name in memo keys: a 0.1 hook's halves are two calls.
-fn hook_key(hook: &'static str, zone: crate::section::Zone) -> Cow<'static, str> {
+fn hook_key(hook: Hook, zone: crate::section::Zone) -> Cow<'static, str> {
     match (hook, zone) {
-        ("sections" | "overlay", crate::section::Zone::Dynamic) => Cow::Owned(format!("{hook}/turn")),
-        _ => Cow::Borrowed(hook),
+        (Hook::Sections | Hook::Overlay, crate::section::Zone::Dynamic) => Cow::Owned(format!("{hook}/turn")),
+        _ => Cow::Borrowed(hook.label()),
     }
 }
 

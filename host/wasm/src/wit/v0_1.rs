@@ -2,6 +2,7 @@
 //! conversions between them and the host's types.
 
 use crate::sandbox::State;
+use proem_core::plugin::call::{Request, Response};
 use proem_core::plugin::hooks::{BuildContext, PluginInfo, RawFile, RawOverlay, RawSection, RawSlot};
 use proem_core::section::Zone;
 
@@ -141,4 +142,37 @@ pub fn files_in(files: &[RawFile]) -> Vec<t::BootstrapFile> {
 /// Files from the generated type.
 pub fn files_out(files: Vec<t::BootstrapFile>) -> Vec<RawFile> {
     files.into_iter().map(|f| RawFile { name: f.name, content: f.content }).collect()
+}
+
+/// Instantiates a 0.1 plugin and calls the hook `request` asks for.
+pub(crate) async fn call(
+    pre: &PluginPre<State>,
+    store: &mut wasmtime::Store<State>,
+    request: Request,
+) -> wasmtime::Result<Result<Response, String>> {
+    let plugin = pre.instantiate_async(&mut *store).await?;
+    // Instantiating is the host's work (it runs under the deadline, so a
+    // start function cannot spin): the hook gets its whole deadline from here.
+    store.data().clock.restart();
+    Ok(match request {
+        Request::Info => Ok(Response::Info(info(plugin.proem_plugin_describe().call_info(&mut *store).await?))),
+        Request::Sections(ctx) => plugin
+            .proem_plugin_sections()
+            .call_contribute(&mut *store, &context(&ctx))
+            .await?
+            .map(|s| Response::Sections(sections(s))),
+        Request::Overlay(ctx) => plugin
+            .proem_plugin_overlay()
+            .call_overlay(&mut *store, &context(&ctx))
+            .await?
+            .map(|o| Response::Overlay(o.map(overlay))),
+        Request::Bootstrap(ctx, files) => plugin
+            .proem_plugin_bootstrap()
+            .call_on_bootstrap(&mut *store, &context(&ctx), &files_in(&files))
+            .await?
+            .map(|f| Response::Bootstrap(files_out(f))),
+        other @ (Request::Stable(..) | Request::Turn(..)) => {
+            return super::not_in_version(&other, super::ApiVersion::V0_1)
+        }
+    })
 }

@@ -7,6 +7,7 @@
 //! zone of every section comes from the hook, not from the plugin.
 
 use crate::sandbox::State;
+use proem_core::plugin::call::{Request, Response};
 use proem_core::plugin::hooks::{BuildContext, PluginInfo, RawFile, RawOverlay, RawSection, RawSlot};
 use proem_core::section::Zone;
 
@@ -179,4 +180,38 @@ pub fn files_in(files: &[RawFile]) -> Vec<t::BootstrapFile> {
 /// Files from the generated type.
 pub fn files_out(files: Vec<t::BootstrapFile>) -> Vec<RawFile> {
     files.into_iter().map(|f| RawFile { name: f.name, content: f.content }).collect()
+}
+
+/// Instantiates a 0.2 plugin and calls the hook `request` asks for.
+pub(crate) async fn call(
+    pre: &PluginPre<State>,
+    store: &mut wasmtime::Store<State>,
+    request: Request,
+) -> wasmtime::Result<Result<Response, String>> {
+    let plugin = pre.instantiate_async(&mut *store).await?;
+    // Instantiating is the host's work: the hook gets its whole deadline
+    // from here.
+    store.data().clock.restart();
+    let contribution = |(sections, overlay)| Response::Contribution(sections, overlay);
+    Ok(match request {
+        Request::Info => Ok(Response::Info(info(plugin.proem_plugin_describe().call_info(&mut *store).await?))),
+        Request::Stable(ctx, files) => plugin
+            .proem_plugin_stable()
+            .call_contribute(&mut *store, &agent_context(&ctx), &files_in(&files))
+            .await?
+            .map(|o| contribution(stable_output(o))),
+        Request::Turn(ctx, files) => plugin
+            .proem_plugin_turn()
+            .call_contribute(&mut *store, &turn_context(&ctx, &files))
+            .await?
+            .map(|o| contribution(turn_output(o))),
+        Request::Bootstrap(ctx, files) => plugin
+            .proem_plugin_bootstrap()
+            .call_on_bootstrap(&mut *store, &agent_context(&ctx), &files_in(&files))
+            .await?
+            .map(|f| Response::Bootstrap(files_out(f))),
+        other @ (Request::Sections(_) | Request::Overlay(_)) => {
+            return super::not_in_version(&other, super::ApiVersion::V0_2)
+        }
+    })
 }
