@@ -226,7 +226,7 @@ pub fn codes(built: &Built) -> Vec<String> {
 
 /// The status of plugin `id` in a build's report.
 pub fn plugin_status(built: &Built, id: &str) -> String {
-    built.plugins.iter().find(|p| p.id == id).map(|p| p.status.clone()).unwrap_or_else(|| "absent".into())
+    built.plugins.iter().find(|p| p.id == id).map(|p| p.status.to_string()).unwrap_or_else(|| "absent".into())
 }
 
 /// The message of the first diagnostic with `code`.

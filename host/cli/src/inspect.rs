@@ -76,7 +76,7 @@ pub fn table(built: &Built) -> String {
 
     if !built.plugins.is_empty() {
         let rows: Vec<Vec<String>> =
-            built.plugins.iter().map(|p| vec![p.id.clone(), p.status.clone(), p.elapsed_us.to_string()]).collect();
+            built.plugins.iter().map(|p| vec![p.id.clone(), p.status.to_string(), p.elapsed_us.to_string()]).collect();
         out.push('\n');
         out.push_str(&grid(&["PLUGIN", "STATUS", "ELAPSED US"], &rows, &[2]));
     }

@@ -115,13 +115,62 @@ pub struct FileDetail {
     pub source: String,
 }
 
+/// How a plugin's part of a build went, as the report and `/metrics` name
+/// it (`ok`, `load_failed`, `error`, …).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PluginStatus {
+    /// Every call answered.
+    Ok,
+    /// It could not be loaded (the reason is a diagnostic).
+    LoadFailed,
+    /// A hook returned its own error.
+    Error,
+    /// A hook ran past its deadline.
+    Timeout,
+    /// A hook asked for more memory than `memory_mib`.
+    MemoryLimit,
+    /// A hook trapped (a panic, an illegal instruction).
+    Trapped,
+    /// The host could not run it.
+    Failed,
+}
+
+impl PluginStatus {
+    /// Its name in the report.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PluginStatus::Ok => "ok",
+            PluginStatus::LoadFailed => "load_failed",
+            PluginStatus::Error => "error",
+            PluginStatus::Timeout => "timeout",
+            PluginStatus::MemoryLimit => "memory_limit",
+            PluginStatus::Trapped => "trapped",
+            PluginStatus::Failed => "failed",
+        }
+    }
+}
+
+/// Compares with its name, as the JSON report spells it.
+impl PartialEq<&str> for PluginStatus {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl std::fmt::Display for PluginStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One plugin's outcome.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PluginReport {
     /// Plugin id.
     pub id: String,
-    /// `ok`, `failed`, `skipped`, …
-    pub status: String,
+    /// How it went.
+    pub status: PluginStatus,
     /// Time spent in the plugin.
     pub elapsed_us: u64,
 }

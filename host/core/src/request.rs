@@ -82,8 +82,12 @@ pub fn build(assembler: &Assembler, request: &BuildRequest) -> Result<(Built, St
 /// final newline), or with `strict`, an error naming every failed plugin.
 pub fn respond(built: &Built, request: &BuildRequest) -> Result<String, ProemError> {
     if request.strict {
-        let failed: Vec<String> =
-            built.plugins.iter().filter(|p| p.status != "ok").map(|p| format!("{} ({})", p.id, p.status)).collect();
+        let failed: Vec<String> = built
+            .plugins
+            .iter()
+            .filter(|p| p.status != crate::report::PluginStatus::Ok)
+            .map(|p| format!("{} ({})", p.id, p.status))
+            .collect();
         if !failed.is_empty() {
             let reasons: Vec<&str> = built
                 .diagnostics

@@ -285,7 +285,7 @@ impl Assembler {
             provider: turn.provider.clone(),
             model: turn.model.clone(),
             channel: turn.channel.clone(),
-            chat_kind: turn.chat_kind.map(|k| k.as_str().to_string()),
+            chat_kind: turn.chat_kind,
             tools: read
                 .tools
                 .iter()
@@ -450,7 +450,7 @@ impl Assembler {
             .map(|p| {
                 run.reports.remove(&p.id).unwrap_or_else(|| PluginReport {
                     id: p.id.clone(),
-                    status: p.status().into(),
+                    status: p.status(),
                     elapsed_us: 0,
                 })
             })

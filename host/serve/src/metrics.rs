@@ -75,15 +75,15 @@ impl Metrics {
         let Some(built) = built else { return };
         for p in &built.plugins {
             // A memoised answer reports no time: nothing was called.
-            if p.elapsed_us == 0 && p.status == "ok" {
+            if p.elapsed_us == 0 && p.status == proem_core::report::PluginStatus::Ok {
                 continue;
             }
             let e = m.plugins.entry((agent.to_string(), p.id.clone())).or_default();
             e.0 += 1;
-            if p.status != "ok" {
+            if p.status != proem_core::report::PluginStatus::Ok {
                 e.1 += 1;
             }
-            if p.status == "timeout" {
+            if p.status == proem_core::report::PluginStatus::Timeout {
                 e.2 += 1;
             }
         }

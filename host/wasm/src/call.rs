@@ -72,7 +72,7 @@ pub async fn call(
     };
     let state = store.into_data();
     let elapsed = started.elapsed();
-    let status = result.as_ref().map(|_| "ok").unwrap_or_else(|f| f.status());
+    let status = result.as_ref().map_or_else(|f| f.status().as_str(), |_| "ok");
     tracing::debug!(plugin = %sandbox_id, hook = hook.label(), elapsed_us = elapsed.as_micros() as u64, status, "plugin call");
     Outcome { result, logs: state.logs, elapsed }
 }

@@ -4,6 +4,7 @@
 
 use crate::plugin::hooks::{self, BuildContext, Hook, PluginInfo, RawFile, RawOverlay, RawSection};
 use crate::plugin::sandbox::LogLine;
+use crate::report::PluginStatus;
 use std::time::Duration;
 
 /// A hook to call, with its arguments.
@@ -78,13 +79,13 @@ pub enum Failure {
 
 impl Failure {
     /// The plugin status in the report.
-    pub fn status(&self) -> &'static str {
+    pub fn status(&self) -> PluginStatus {
         match self {
-            Failure::Returned(_) => "error",
-            Failure::Deadline(_) | Failure::Timeout(_) => "timeout",
-            Failure::Memory { .. } => "memory_limit",
-            Failure::Trap(_) => "trapped",
-            Failure::Host(_) => "failed",
+            Failure::Returned(_) => PluginStatus::Error,
+            Failure::Deadline(_) | Failure::Timeout(_) => PluginStatus::Timeout,
+            Failure::Memory { .. } => PluginStatus::MemoryLimit,
+            Failure::Trap(_) => PluginStatus::Trapped,
+            Failure::Host(_) => PluginStatus::Failed,
         }
     }
 

@@ -25,8 +25,8 @@ pub struct BuildContext {
     pub model: Option<String>,
     /// Channel, when known.
     pub channel: Option<String>,
-    /// `direct` or `group`, when known.
-    pub chat_kind: Option<String>,
+    /// Direct message or group chat, when known.
+    pub chat_kind: Option<crate::turn::ChatKind>,
     /// The turn's tools, prepared (sanitised, sorted, deduplicated).
     pub tools: Vec<ContextTool>,
     /// The agent's skills (shared: each plugin's copy of the context is
@@ -68,7 +68,7 @@ impl BuildContext {
             provider: Some("openai".into()),
             model: Some("gpt-5.1".into()),
             channel: Some("telegram".into()),
-            chat_kind: Some("group".into()),
+            chat_kind: Some(crate::turn::ChatKind::Group),
             tools: vec![
                 tool("exec", "Runs a shell command."),
                 tool("gpio_write", "Sets a GPIO pin."),

@@ -19,7 +19,7 @@ use crate::plugin::call::{CallLimits, Failure, Outcome, Request, Response};
 use crate::plugin::hooks::{self, BuildContext, Hook, OutputCaps, PluginInfo, RawFile};
 use crate::plugin::runtime::{LinkResult, Linked, PendingCall, Runtime};
 use crate::plugin::sandbox::{Grants, LogLine, Sandbox, View};
-use crate::report::{Diagnostic, PluginReport};
+use crate::report::{Diagnostic, PluginReport, PluginStatus};
 use crate::section::Section;
 use crate::sync::Lock;
 use crate::tokens::Tokenizer;
@@ -125,12 +125,12 @@ impl Ready {
 }
 
 impl LoadedPlugin {
-    /// `ok`, or `load_failed` with the reason.
-    pub fn status(&self) -> &'static str {
+    /// `ok`, or `load_failed` (the reason is in `state`).
+    pub fn status(&self) -> PluginStatus {
         if self.state.is_ok() {
-            "ok"
+            PluginStatus::Ok
         } else {
-            "load_failed"
+            PluginStatus::LoadFailed
         }
     }
 
@@ -247,13 +247,13 @@ impl BuildRun {
     fn record(&mut self, plugin: &LoadedPlugin, logs: &[LogLine], elapsed: Duration, failure: Option<&Failure>) {
         let report = self.reports.entry(plugin.id.clone()).or_insert_with(|| PluginReport {
             id: plugin.id.clone(),
-            status: "ok".into(),
+            status: PluginStatus::Ok,
             elapsed_us: 0,
         });
         report.elapsed_us += elapsed.as_micros() as u64;
         if let Some(f) = failure {
-            if report.status == "ok" {
-                report.status = f.status().into();
+            if report.status == PluginStatus::Ok {
+                report.status = f.status();
             }
         }
         for line in logs {
@@ -398,8 +398,7 @@ impl PluginSet {
     pub fn report_load_failures(&self, run: &mut BuildRun) {
         for p in &self.plugins {
             if let Err(why) = &p.state {
-                run.reports
-                    .insert(p.id.clone(), PluginReport { id: p.id.clone(), status: p.status().into(), elapsed_us: 0 });
+                run.reports.insert(p.id.clone(), PluginReport { id: p.id.clone(), status: p.status(), elapsed_us: 0 });
                 run.diagnostics.push(Diagnostic::error(
                     "plugin_load_failed",
                     format!("plugin {} cannot be loaded and was left out: {why}", p.id),
@@ -971,7 +970,7 @@ fn call_key(plugin: &LoadedPlugin, hook: &str, context: u128, files: Option<u128
 fn context_hash(c: &BuildContext, stable: u128) -> u128 {
     let mut h = KeyHasher::default();
     h.num128(stable);
-    h.opt(c.channel.as_deref()).opt(c.chat_kind.as_deref()).str(&c.now).str(&c.timezone);
+    h.opt(c.channel.as_deref()).opt(c.chat_kind.map(|k| k.as_str())).str(&c.now).str(&c.timezone);
     h.opt(c.group_title.as_deref()).opt(c.extra.as_deref());
     h.finish()
 }

@@ -58,7 +58,7 @@ pub fn context(ctx: &BuildContext) -> t::BuildContext {
         provider: ctx.provider.clone(),
         model: ctx.model.clone(),
         channel: ctx.channel.clone(),
-        chat_kind: ctx.chat_kind.clone(),
+        chat_kind: ctx.chat_kind.map(|kind| kind.as_str().to_string()),
         tools: ctx
             .tools
             .iter()

@@ -113,11 +113,10 @@ pub fn turn_context(ctx: &BuildContext, files: &[RawFile]) -> t::TurnContext {
             utc_offset_seconds: ctx.utc_offset_seconds,
         },
         channel: ctx.channel.clone(),
-        chat_kind: match ctx.chat_kind.as_deref() {
-            Some("direct") => Some(t::ChatKind::Direct),
-            Some("group") => Some(t::ChatKind::Group),
-            _ => None,
-        },
+        chat_kind: ctx.chat_kind.map(|kind| match kind {
+            proem_core::turn::ChatKind::Direct => t::ChatKind::Direct,
+            proem_core::turn::ChatKind::Group => t::ChatKind::Group,
+        }),
         group_title: ctx.group_title.clone(),
         extra: ctx.extra.clone(),
         files: files_in(files),
