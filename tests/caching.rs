@@ -345,14 +345,19 @@ fn answers_on_disk_for_a_plugin_reading_the_workspace_follow_its_files() {
     };
     let settle = || std::thread::sleep(std::time::Duration::from_millis(2100));
     agent.file("persona/me.json", &doc("Quill"));
+    let written = std::time::Instant::now();
     // Files changed in the last two seconds: nothing is kept or read on disk.
     let (prompt, us) = build();
     assert!(prompt.contains("Quill") && us > 0);
     let (_, us) = build();
-    assert!(us > 0, "fresh files: asked again");
+    // (On a loaded machine the second process may start after the files
+    // settled, and then rightly keeps its answer.)
+    if written.elapsed() < std::time::Duration::from_millis(1500) {
+        assert!(us > 0, "fresh files: asked again");
+    }
     settle();
-    let (prompt, us) = build();
-    assert!(prompt.contains("Quill") && us > 0);
+    let (prompt, _) = build();
+    assert!(prompt.contains("Quill"));
     let (prompt, us) = build();
     assert!(prompt.contains("Quill") && us == 0, "settled and unchanged: from disk");
     // A same-size edit the plugin reads: never the old answer.
@@ -754,6 +759,51 @@ proptest::proptest! {
                 proptest::prop_assert_eq!(&cached, &uncached, "step {}: {:?} with {}", i, args, plugins);
                 proptest::prop_assert_eq!(cached.0, Some(0), "step {}: {}", i, cached.1);
             }
+        }
+    }
+}
+
+/// A new clock that changes nothing a prompt shows is a memo hit: the core
+/// sections print the date alone, so without a hook that sees the clock (a
+/// 0.2 `turn` hook, any 0.1 hook) two turns on one day build the same
+/// bytes and the second reuses the first. With such a hook every new clock
+/// builds afresh. Either way each build equals one with every cache off.
+#[test]
+fn a_new_clock_on_the_same_day_is_a_memo_hit_unless_a_hook_sees_the_clock() {
+    plugin_env();
+    let none = Agent::new();
+    none.with_standard_files();
+    let cases = [
+        (none, false),
+        (Agent::with_plugins(&builtin("gpt5-overlay", "")), false),
+        (Agent::with_plugins(&fixture("clocked", "clock", "zone = \"dynamic\"")), true),
+    ];
+    let start = proem_core::turn::parse_now("2026-11-21T09:30:00Z").unwrap();
+    // Files written in the last two seconds are never trusted to a memo.
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    for (agent, sees_clock) in cases {
+        let assembler = agent.assembler();
+        let mut uncached = agent.assembler();
+        uncached.set_caching(Caching::NONE);
+        let mut next = xorshift(0xc10c);
+        let mut now = start;
+        let mut last_date = None;
+        for step in 0..12 {
+            // Forward by a second to about nine hours: some steps stay on the day, some cross it.
+            now += chrono::Duration::seconds((next() % 32_000 + 1) as i64);
+            let turn = Turn { now: Some(now), timezone: Some("UTC".into()), ..turn() };
+            let hits = assembler.memo_hits();
+            let built = assembler.build(&turn).unwrap();
+            assert_eq!(
+                built.prompt,
+                uncached.build(&turn).unwrap().prompt,
+                "step {step} (sees the clock: {sees_clock})"
+            );
+            let date = now.date_naive();
+            let hit = assembler.memo_hits() > hits;
+            let expected = !sees_clock && last_date == Some(date);
+            assert_eq!(hit, expected, "step {step} at {now} (sees the clock: {sees_clock})");
+            last_date = Some(date);
         }
     }
 }

@@ -255,3 +255,18 @@ fn a_broken_config_or_a_missing_directory_is_an_error_naming_it() {
     std::fs::remove_file(agent.path().join("proem.toml")).unwrap();
     assert!(Assembler::open(agent.path(), None).is_ok());
 }
+
+/// Only a missing proem.toml means "no config": one whose stat fails for
+/// another reason (here a symlink loop; out of file descriptors in a busy
+/// service) is an error naming the file, never an agent built silently
+/// with the defaults.
+#[test]
+fn a_config_file_that_cannot_be_checked_is_an_error_not_the_defaults() {
+    let agent = Agent::new();
+    agent.with_standard_files();
+    let _ = std::fs::remove_file(agent.path().join("proem.toml"));
+    std::os::unix::fs::symlink("proem.toml", agent.path().join("proem.toml")).unwrap();
+    let err = proem::Assembler::open(agent.path(), None).err().expect("an error, not the defaults");
+    let text = err.to_string();
+    assert!(text.contains("proem.toml") && text.contains("cannot tell whether it exists"), "{text}");
+}

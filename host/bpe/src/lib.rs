@@ -4,7 +4,7 @@
 //! tiktoken-rs builds an encoder by decoding ~200,000 base64 lines into hash
 //! maps, a decoder and a sorted copy (~120 ms and ~55 MB for o200k_base,
 //! paid by every process that counts). proem only ever needs a count, so
-//! `build.rs` turns each of OpenAI's vocabulary files (`host/vocab/`) into
+//! `build.rs` turns each of OpenAI's vocabulary files (`host/bpe/vocab/`) into
 //! one flat table at compile time (see [`table`]), read in place from the
 //! binary, and so is the pre-split's DFA: a process pays for the pages it
 //! touches.

@@ -1,5 +1,5 @@
 //! The byte layout of a vocabulary table, shared by `build.rs` (which
-//! writes one per vocabulary from `host/vocab/`) and the counter
+//! writes one per vocabulary from `host/bpe/vocab/`) and the counter
 //! (which reads it in place from the binary: nothing to build at start-up).
 //!
 //! A table is, little-endian throughout:

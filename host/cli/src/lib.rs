@@ -1,6 +1,6 @@
 //! The command line of proem's two executables.
 //!
-//! `proem-full` (src/bin/proem-full.rs) runs every command, with plugins
+//! `proem-full` (host/full/src/main.rs) runs every command, with plugins
 //! run in wasmtime. `proem` (src/main.rs) answers `build` itself when every
 //! plugin answer it needs is kept on disk (a warm turn: see
 //! [`proem_core::plugin::answers`]), with [`AnswersOnly`] as its plugin runtime,

@@ -94,7 +94,13 @@ impl Assembler {
     ) -> Result<Assembler, ProemError> {
         let workspace = Workspace::open(agent_dir)?;
         let config_file = config_path(agent_dir, config);
-        let config_found = config.is_some() || config_file.exists();
+        // Only "no such file" means no config: a stat that fails for another
+        // reason (out of file descriptors, a permission) is an error, never
+        // an agent silently built with the defaults.
+        let config_found = config.is_some()
+            || config_file.try_exists().map_err(|e| {
+                ProemError::config(&config_file, None, None, format!("cannot tell whether it exists: {e}"))
+            })?;
         let config = if config_found { Config::load(&config_file)? } else { Config::default() };
         let plugins = PluginSet::load_with(&config.plugins, workspace.root(), crate::cache_dir::default(), runtime)?;
         Ok(Assembler::assemble(workspace, config, config_file, config_found, plugins))
@@ -279,8 +285,9 @@ impl Assembler {
     ) -> Result<u128, ProemError> {
         let mut h = KeyHasher::default();
         let local = Zone::parse(turn.timezone.as_deref().unwrap_or("UTC"))?.local(now)?.time;
-        if self.plugins.is_empty() {
-            // Without plugins only the date in the turn's time zone is shown.
+        if !self.plugins.sees_the_clock() {
+            // Without a hook that sees the clock only the date in the turn's
+            // time zone is shown: a new clock on the same day is a memo hit.
             h.str(&local.format("%Y-%m-%d").to_string());
         } else {
             h.str(&local.to_rfc3339());

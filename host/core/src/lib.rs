@@ -9,30 +9,30 @@
 #![warn(missing_docs)]
 
 pub mod allocator;
-pub mod assembler;
+pub(crate) mod assembler;
 pub mod bootstrap;
 pub mod bounds;
-pub mod budget;
+pub(crate) mod budget;
 pub mod cache_dir;
 pub mod config;
-pub mod core_sections;
+pub(crate) mod core_sections;
 pub mod digest;
 pub mod disk;
 pub mod error;
 pub mod file_names;
 #[doc(hidden)]
 pub mod fuzz_checks;
-pub mod layout;
+pub(crate) mod layout;
 pub mod memo;
 pub mod mode;
-pub mod parallel;
-pub mod paths;
+pub(crate) mod parallel;
+pub(crate) mod paths;
 pub mod plugin;
 pub mod render;
 pub mod report;
 pub mod request;
 pub mod section;
-pub mod skills;
+pub(crate) mod skills;
 mod stages;
 pub mod sync;
 pub mod text;
@@ -40,8 +40,8 @@ pub mod tokens;
 pub mod tools;
 pub mod truncate;
 pub mod turn;
-pub mod workspace;
-pub mod zone;
+pub(crate) mod workspace;
+pub(crate) mod zone;
 
 pub use assembler::Assembler;
 pub use config::Config;

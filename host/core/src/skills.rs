@@ -276,8 +276,9 @@ pub fn render_for(
 }
 
 /// The skills section as a list: the first `count` skills in `form` under
-/// "## Skills" (for callers outside a layout).
-pub fn render(skills: &[Skill], form: SkillsForm, count: usize) -> String {
+/// "## Skills" (what the layout's form renders; kept for its tests).
+#[cfg(test)]
+fn render(skills: &[Skill], form: SkillsForm, count: usize) -> String {
     let body = list(skills, form, count);
     if body.is_empty() {
         body

@@ -1,6 +1,7 @@
 //! The turn's tool list, cleaned for the prompt: names made one-line and
-//! safe, duplicates that differ only by case merged, sorted so the order of
-//! the caller's list never changes a byte of the prompt.
+//! safe, exact repeats listed once (names that differ by case are two
+//! tools), sorted so the order of the caller's list never changes a byte of
+//! the prompt.
 
 use crate::report::Diagnostic;
 use crate::text::{cap_owned, char_len, neutralize, one_line, sort_dedup, SameName};

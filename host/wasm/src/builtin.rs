@@ -1,4 +1,4 @@
-//! The official plugins, compiled to wasm by `host/build.rs` and embedded in
+//! The official plugins, compiled to wasm by `host/wasm/build.rs` and embedded in
 //! the binary, so `source = "builtin:<id>"` needs nothing installed.
 
 include!(concat!(env!("OUT_DIR"), "/builtin_plugins.rs"));

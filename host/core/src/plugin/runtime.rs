@@ -8,7 +8,7 @@
 //! open or the build with [`ProemError::PluginCodeNeeded`].
 //!
 //! The `proem` executable builds with [`AnswersOnly`] and hands every other
-//! case to `proem-full` (see `src/cli.rs`). Because the runtime is a trait
+//! case to `proem-full` (see `host/cli/src/lib.rs`). Because the runtime is a trait
 //! object chosen in `main`, nothing `proem`'s `main` can reach calls into
 //! wasmtime, and the linker leaves wasmtime, Cranelift and the plugin threads
 //! out of it: a warm build starts a ~21 MB executable instead of a ~47 MB one

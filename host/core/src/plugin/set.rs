@@ -394,6 +394,19 @@ impl PluginSet {
         self.plugins.is_empty()
     }
 
+    /// Whether a hook of a loaded plugin sees the turn's clock: a 0.2 `turn`
+    /// hook, or any hook of a 0.1 plugin (each has a half that sees the
+    /// turn). Stable and 0.2 bootstrap calls see a blank clock, and a plugin
+    /// that failed to load is never called, so without such a hook a new
+    /// clock changes only what the core sections print (the date).
+    pub fn sees_the_clock(&self) -> bool {
+        self.plugins.iter().any(|p| match &p.state {
+            Ok(ready) if ready.splits_zones() => ready.info.turn,
+            Ok(ready) => ready.info.sections || ready.info.overlay || ready.info.bootstrap,
+            Err(_) => false,
+        })
+    }
+
     /// Reports plugins that failed to load, once per build.
     pub fn report_load_failures(&self, run: &mut BuildRun) {
         for p in &self.plugins {
