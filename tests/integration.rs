@@ -23,6 +23,7 @@ mod host_work;
 mod hostile;
 mod input_rules;
 mod oci;
+mod operator;
 mod plugin_api_v0_2;
 mod plugins;
 mod preset_layouts;
