@@ -16,6 +16,7 @@ mod containment;
 mod contributed;
 mod determinism;
 mod example_agent;
+mod example_copy;
 mod executables;
 mod fuzz_corpus;
 mod hardening;
