@@ -536,6 +536,7 @@ fn comparable(built: &proem::Built) -> serde_json::Value {
     let mut v = serde_json::to_value(built).unwrap();
     for p in v["plugins"].as_array_mut().into_iter().flatten() {
         p["elapsed_us"] = 0.into();
+        p["remembered"] = false.into();
     }
     v
 }
@@ -713,6 +714,7 @@ fn proem_output(agent: &std::path::Path, cache: &std::ffi::OsStr, args: &[&str])
     if let Ok(mut v) = serde_json::from_str::<serde_json::Value>(&text) {
         for p in v["plugins"].as_array_mut().into_iter().flatten() {
             p["elapsed_us"] = 0.into();
+            p["remembered"] = false.into();
         }
         text = v.to_string();
     }

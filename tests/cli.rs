@@ -138,7 +138,7 @@ fn tokenizer_follows_the_model() {
 fn inspect_shows_sections_and_files_largest_first() {
     let agent = Agent::new();
     agent.with_standard_files().file("AGENTS.md", &"long rules ".repeat(100));
-    let out = proem(&["inspect", agent.path().to_str().unwrap(), "--now", "2026-11-21T09:30:00Z"]);
+    let out = proem(&["inspect", agent.path().to_str().unwrap(), "--now", "2026-11-21T09:30:00Z", "--by-size"]);
     assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("SECTION") && text.contains("FILE") && text.contains("stable") && text.contains("dynamic"));

@@ -43,6 +43,7 @@ fn without_timings(text: &str) -> String {
             if let Some(plugins) = json.get_mut("plugins").and_then(|p| p.as_array_mut()) {
                 for p in plugins {
                     p["elapsed_us"] = 0.into();
+                    p["remembered"] = false.into();
                 }
             }
             json.to_string()

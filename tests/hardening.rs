@@ -449,7 +449,7 @@ fn assert_report_printable(built: &Built) {
     for p in &built.plugins {
         assert_printable("plugin report", &format!("{} {}", p.id, p.status));
     }
-    for line in proem_cli::inspect::table(built).lines() {
+    for line in proem_cli::inspect::table(built, proem_cli::inspect::Order::Prompt).lines() {
         assert_printable("inspect line", line);
     }
 }
@@ -466,7 +466,7 @@ fn plugin_strings_are_labels_where_they_enter() {
     // describe's strings: version and capabilities.
     let agent = Agent::with_plugins(&fixture("loud", "sections", ""));
     let assembler = agent.assembler();
-    let table = proem_cli::inspect::plugins_table(assembler.plugins());
+    let (table, _) = proem_cli::inspect::plugins_table(assembler.plugins(), &[]);
     for line in table.lines() {
         assert_printable("plugins table", line);
     }

@@ -227,18 +227,19 @@ fn strict_builds_fail_on_any_plugin_failure_and_plugins_exits_nonzero_on_a_load_
     let plugins = run(&["plugins", dir]);
     assert_eq!(plugins.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&plugins.stdout).contains("load_failed"));
-    assert!(String::from_utf8_lossy(&plugins.stderr).contains("1 configured plugin(s) failed to load: gone"));
+    assert!(String::from_utf8_lossy(&plugins.stderr)
+        .contains("1 configured plugin(s) failed to load or failed on a sample turn: gone"));
 }
 
 #[test]
 fn proem_plugins_marks_a_capability_asked_for_and_not_granted() {
     let agent = Agent::with_plugins(&fixture("asker", "sections", ""));
-    let table = proem_cli::inspect::plugins_table(agent.assembler().plugins());
+    let table = proem_cli::inspect::plugins_table(agent.assembler().plugins(), &[]).0;
     assert!(table.contains("workspace-read (asked, not granted)"), "{table}");
     let granted = Agent::with_plugins(
         &fixture("asker", "sections", "").replace("path =", "grants = [\"workspace-read\"]\npath ="),
     );
-    let table = proem_cli::inspect::plugins_table(granted.assembler().plugins());
+    let table = proem_cli::inspect::plugins_table(granted.assembler().plugins(), &[]).0;
     assert!(table.contains("workspace-read") && !table.contains("asked, not granted"), "{table}");
 }
 

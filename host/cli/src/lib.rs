@@ -18,6 +18,8 @@ use proem_core::request::BuildRequest;
 use proem_core::turn::{load_tools_file, Tools};
 use proem_core::{Assembler, ProemError, Turn};
 
+pub mod agent_dir;
+pub mod diagnostics;
 pub mod inspect;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -26,8 +28,10 @@ use std::process::ExitCode;
 /// fitted to an exact token budget, split at a prompt-cache boundary.
 #[derive(Parser)]
 #[command(name = "proem", bin_name = "proem", version, about, long_about = None, after_help = "\
-Exit status: 0 built, 1 bad input (the message names the file and the problem), 2 usage error.
-Logs go to stderr; set PROEM_LOG (or RUST_LOG) to e.g. debug or proem_core=trace.")]
+Exit status: 0 built, 1 bad input (the message names the file and the problem), 2 usage error
+(an agent folder with nothing proem reads is one, unless --allow-empty).
+`build` prints each problem of the build (a plugin left out, a file cut or refused, a grant not
+given) on stderr, one line each, whatever --format; --quiet turns that off. Logs go to stderr; set PROEM_LOG (or RUST_LOG) to e.g. debug or proem_core=trace.")]
 pub struct Cli {
     #[command(subcommand)]
     /// The command.
@@ -49,12 +53,20 @@ pub enum Command {
         /// was left out of the build, instead of building without it.
         #[arg(long)]
         strict: bool,
+        /// Print nothing on stderr about the build's problems (they stay in
+        /// the report: `--format json`'s diagnostics, `proem inspect`).
+        #[arg(long, short = 'q')]
+        quiet: bool,
     },
     /// Build, then show where every character and token came from: sections
     /// and files largest first, with the stable and dynamic totals.
     Inspect {
         #[command(flatten)]
         turn: TurnArgs,
+        /// List the sections largest first (the default is prompt order,
+        /// with the cache boundary drawn where it falls).
+        #[arg(long)]
+        by_size: bool,
     },
     /// Serve builds over HTTP to agent runtimes in any language, with an
     /// inspector page at `/`. One warm assembler per agent; an agent whose
@@ -67,6 +79,11 @@ pub enum Command {
         /// Agent directories to serve (each one's id is its folder name).
         #[arg(value_name = "AGENT_DIR")]
         agent_dirs: Vec<PathBuf>,
+        /// Serve an AGENT_DIR with no proem.toml and no agent files (by
+        /// default a usage error: it is most often a wrong path). `--agents`
+        /// serves only subfolders with a proem.toml either way.
+        #[arg(long)]
+        allow_empty: bool,
         /// Serve every subfolder of DIR that has a proem.toml, picking up new
         /// and removed ones while running.
         #[arg(long, value_name = "DIR", conflicts_with = "agent_dirs")]
@@ -126,7 +143,10 @@ pub enum Command {
     },
     /// List plugins: the built-in ones (no AGENT_DIR), or the agent's
     /// configured ones, with id, version, hooks, the capabilities each asks
-    /// for, what proem.toml grants it, and whether it loads.
+    /// for, what proem.toml grants it, and whether it works: each declared
+    /// hook is called on a sample turn with the plugin's config and grants
+    /// (as `plugin check` does). Exit 1 when a plugin fails to load or a
+    /// hook fails.
     Plugins {
         /// An agent directory whose proem.toml [[plugins]] to list.
         #[arg(value_name = "AGENT_DIR")]
@@ -134,6 +154,9 @@ pub enum Command {
         /// Config file to use instead of AGENT_DIR/proem.toml.
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
+        /// Accept an AGENT_DIR with no proem.toml and no agent files.
+        #[arg(long)]
+        allow_empty: bool,
     },
 }
 
@@ -245,6 +268,10 @@ pub struct TurnArgs {
     /// Config file to use instead of AGENT_DIR/proem.toml.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// Accept an AGENT_DIR with no proem.toml and no agent files (by default
+    /// a usage error, exit 2: it is most often a wrong path).
+    #[arg(long)]
+    pub allow_empty: bool,
     /// The turn: the library's and the service's type, one flag per field.
     #[command(flatten)]
     pub turn: Turn,
@@ -315,11 +342,11 @@ pub fn front() -> ExitCode {
     init_logging(Logs::HeldBack);
     let cli = Cli::parse();
     let full = std::env::current_exe().ok().map(|exe| exe.with_file_name(FULL));
-    if let Command::Build { turn, format, strict } = &cli.command {
+    if let Command::Build { turn, format, strict, quiet } = &cli.command {
         // 'static: the plugins keep their runtime; one per process.
         let runtime: &'static AnswersOnly = Box::leak(Box::new(AnswersOnly::of(full.as_deref())));
-        match build_command(turn, *format, *strict, runtime) {
-            Err(ProemError::PluginCodeNeeded) => {
+        match build_command(turn, *format, *strict, *quiet, runtime) {
+            Err(CliError::Bad(ProemError::PluginCodeNeeded)) => {
                 release_logs(false);
                 tracing::debug!("a plugin must run");
             }
@@ -362,9 +389,15 @@ fn hand_over(full: Option<&Path>) -> ExitCode {
 }
 
 /// Prints a command's output, or its error, and gives the exit status.
-pub fn finish(done: Result<Output, ProemError>) -> ExitCode {
+pub fn finish(done: Result<Output, CliError>) -> ExitCode {
+    use std::io::Write;
     match done {
-        Ok(Output { text, failure }) => {
+        Ok(Output { text, failure, warnings }) => {
+            let mut stderr = std::io::stderr().lock();
+            for line in &warnings {
+                let _ = writeln!(stderr, "{line}");
+            }
+            drop(stderr);
             print!("{text}");
             match failure {
                 None => ExitCode::SUCCESS,
@@ -374,41 +407,74 @@ pub fn finish(done: Result<Output, ProemError>) -> ExitCode {
                 }
             }
         }
-        Err(e) => {
+        Err(CliError::Bad(e)) => {
             eprintln!("proem: error: {e}");
             ExitCode::from(1)
+        }
+        Err(CliError::Usage(why)) => {
+            eprintln!("proem: error: {why}");
+            ExitCode::from(2)
         }
     }
 }
 
+/// Why a command failed: bad input (exit 1) or a usage error (exit 2).
+#[derive(Debug)]
+pub enum CliError {
+    /// A file or input is wrong (exit 1).
+    Bad(ProemError),
+    /// The command line is wrong (exit 2), as clap's own usage errors.
+    Usage(String),
+}
+
+impl From<ProemError> for CliError {
+    fn from(e: ProemError) -> CliError {
+        CliError::Bad(e)
+    }
+}
+
 /// What a command prints, and why it fails after printing (exit 1), if so.
+#[derive(Default)]
 pub struct Output {
     /// What to print on stdout.
     pub text: String,
     /// Why the command fails after printing (exit 1), if it does.
     pub failure: Option<String>,
+    /// Lines for stderr, printed first: the build's problems
+    /// ([`diagnostics::stderr_lines`]).
+    pub warnings: Vec<String>,
 }
 
 impl From<String> for Output {
     fn from(text: String) -> Output {
-        Output { text, failure: None }
+        Output { text, ..Output::default() }
     }
 }
 
-/// `proem build`, its plugins run by `runtime`.
+/// `proem build`, its plugins run by `runtime`: the build's problems go to
+/// stderr unless `quiet`.
 pub fn build_command(
     turn: &TurnArgs,
     format: Format,
     strict: bool,
+    quiet: bool,
     runtime: &'static dyn Runtime,
-) -> Result<Output, ProemError> {
+) -> Result<Output, CliError> {
+    turn.check_not_empty()?;
     let request = BuildRequest { turn: turn.turn()?, format: Some(format), strict };
     let assembler = Assembler::open_with(&turn.agent_dir, turn.config.as_deref(), runtime)?;
-    let (_, text) = proem_core::request::build(&assembler, &request)?;
-    Ok(text.into())
+    let (built, text) = proem_core::request::build(&assembler, &request)?;
+    let warnings = if quiet { Vec::new() } else { diagnostics::stderr_lines(&built) };
+    Ok(Output { text, failure: None, warnings })
 }
 
 impl TurnArgs {
+    /// [`agent_dir::check`] on this command's folder: a usage error for an
+    /// empty one without `--allow-empty`.
+    pub fn check_not_empty(&self) -> Result<(), CliError> {
+        agent_dir::check(&self.agent_dir, self.config.as_deref(), self.allow_empty).map_err(CliError::Usage)
+    }
+
     /// The turn, with `--tools` read from its path (anywhere: the path is
     /// the user's, unlike a tools file named in the service's body, which
     /// stays inside the agent directory).

@@ -217,7 +217,8 @@ impl Assembler {
         }
         let plugin_memo = self.caching.plugin_outputs.then_some(keys);
         let built = self.build_fresh(turn, contributed, now, &|| plugin_memo, Some(generation), tools_hash)?;
-        self.memo.lock().put(generation, key, built.clone());
+        // Kept as it will be answered again: remembered, no plugin ran.
+        self.memo.lock().put(generation, key, built.remembered());
         Ok(built)
     }
 

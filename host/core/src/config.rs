@@ -853,6 +853,10 @@ pub struct PluginConfig {
     /// The SHA-256 (hex) the plugin's bytes must have: a pinned binary that
     /// changed fails to load (exit 1) naming both digests.
     pub sha256: Option<String>,
+    /// Where the entry is written, `FILE:LINE` (of its `id`), for messages
+    /// about it; `None` for entries not read from a file.
+    #[serde(skip)]
+    pub declared_at: Option<String>,
 }
 
 /// The largest config file proem reads.
@@ -919,6 +923,12 @@ impl Config {
             Some(preset) => with_preset(preset, source, path)?,
         };
         config.validate(source, path)?;
+        for plugin in &mut config.plugins {
+            plugin.declared_at = Some(match locate_plugin(source, &plugin.id) {
+                Some(line) => format!("{}:{line}", path.display()),
+                None => path.display().to_string(),
+            });
+        }
         config.active_layout = crate::layout::Layout::build(&config.layout, None).map_err(|e| {
             let line = locate_key(source, "layout", e.key)
                 .or_else(|| locate_table(source, &format!("layout.{}", e.key)))

@@ -113,6 +113,21 @@ pub struct FileDetail {
     pub zone: Option<Zone>,
     /// `workspace` (or the plugin that supplied it).
     pub source: String,
+    /// Why it is not in the prompt, when it is not (`missing`, `for the
+    /// budget`, `not used in this mode or session`, ...).
+    pub why_not_shown: Option<String>,
+}
+
+/// A section the layout knows that is not in this prompt, and why (for
+/// `proem inspect`; not part of the JSON contract).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeftOut {
+    /// Section id.
+    pub id: String,
+    /// `core` or `plugin:<id>`.
+    pub source: String,
+    /// Why: `for the budget`, `not in this mode (MODE)`.
+    pub why: String,
 }
 
 /// How a plugin's part of a build went, as the report and `/metrics` name
@@ -171,8 +186,20 @@ pub struct PluginReport {
     pub id: String,
     /// How it went.
     pub status: PluginStatus,
-    /// Time spent in the plugin.
+    /// Time spent in the plugin this build; 0 when it was `remembered`.
     pub elapsed_us: u64,
+    /// Whether this build made no call to the plugin because every answer
+    /// it needed was remembered (the build memo, or the memo of plugin
+    /// answers in this process or on disk): nothing ran, so no time was
+    /// spent (`elapsed_us` is 0) and `/metrics` counts no call.
+    pub remembered: bool,
+}
+
+impl PluginReport {
+    /// The report of a plugin no call of this build reached (yet).
+    pub fn new(id: &str, status: PluginStatus) -> PluginReport {
+        PluginReport { id: id.into(), status, elapsed_us: 0, remembered: false }
+    }
 }
 
 /// A built prompt and its report. `serde_json::to_string` gives the JSON
@@ -204,4 +231,21 @@ pub struct Built {
     /// Per-file tokens, zone and source, aligned with `files` (not serialised).
     #[serde(skip)]
     pub file_details: Vec<FileDetail>,
+    /// The layout's sections not in this prompt, with why (not serialised).
+    #[serde(skip)]
+    pub left_out: Vec<LeftOut>,
+}
+
+impl Built {
+    /// This build as the build memo answers it again: the same prompt and
+    /// report, but no plugin ran, so each plugin's report says it was
+    /// remembered and took no time.
+    pub fn remembered(&self) -> Built {
+        let mut again = self.clone();
+        for p in &mut again.plugins {
+            p.remembered = true;
+            p.elapsed_us = 0;
+        }
+        again
+    }
 }

@@ -18,7 +18,7 @@ use crate::error::ProemError;
 use crate::mode::{resolve_mode, Mode, SessionKind};
 use crate::plugin::{BuildContext, BuildRun, ContextTool, MemoKeys};
 use crate::report::{Built, Diagnostic, FileDetail, FileReport, PluginReport, SectionReport, TokenReport};
-use crate::section::{Placement, Section, Source};
+use crate::section::{Placement, Section, Source, CORE_SOURCE};
 use crate::skills::{self, Skill};
 use crate::text::{clean_owned, neutralize, one_line};
 use crate::tokens::{TokenCounter, Tokenizer};
@@ -447,15 +447,10 @@ impl Assembler {
             .plugins
             .plugins()
             .iter()
-            .map(|p| {
-                run.reports.remove(&p.id).unwrap_or_else(|| PluginReport {
-                    id: p.id.clone(),
-                    status: p.status(),
-                    elapsed_us: 0,
-                })
-            })
+            .map(|p| run.reports.remove(&p.id).unwrap_or_else(|| PluginReport::new(&p.id, p.status())))
             .collect();
         let sections = self.section_reports(&fitted, &run, counter);
+        let left_out = left_out(&fitted, self.config.layout(), layout);
         let joined = fitted.joined;
         let tokens = TokenReport {
             total: fitted.total_tokens,
@@ -486,6 +481,7 @@ impl Assembler {
             plugins,
             diagnostics,
             file_details,
+            left_out,
         }
     }
 
@@ -552,7 +548,14 @@ fn file_reports(
             .iter()
             .find(|i| i.name == f.name && !i.text.is_empty())
             .filter(|_| by.is_none() && f.injected_chars > 0);
+        let why_not_shown = match (injected, f.missing, &by) {
+            (Some(_), _, _) => None,
+            (None, true, _) => Some("missing".to_string()),
+            (None, false, Some(by)) => Some(format!("replaced by {by}")),
+            (None, false, None) => Some(why_not_shown(fitted, &f.name, rendered.map(|i| i.group.section_id()), layout)),
+        };
         details.push(FileDetail {
+            why_not_shown,
             tokens: injected.map(|i| counter.count(&i.text)).unwrap_or(0),
             zone: injected.map(|i| layout.zone(i.group.section_id())),
             source: match (by, run.file_sources.get(&f.name)) {
@@ -563,6 +566,59 @@ fn file_reports(
         });
     }
     (files, details)
+}
+
+/// Why a loaded file (neither missing nor replaced) is not in the prompt:
+/// the budget cut it to nothing or dropped its section, its section is not
+/// in this mode, or it was not used for this mode or session at all
+/// (`section`: the section it was rendered for, `None` when it was not).
+fn why_not_shown(fitted: &Fitted, name: &str, section: Option<&str>, layout: &crate::layout::ModeLayout) -> String {
+    if fitted.knobs.file_caps.get(name) == Some(&0) {
+        return "for the budget".into();
+    }
+    let Some(section) = section else { return "not used in this mode or session".into() };
+    if fitted.knobs.dropped.contains(&(CORE_SOURCE.to_string(), section.to_string())) {
+        format!("for the budget (with its section {section})")
+    } else if !layout.has(section) {
+        format!("not in this mode (its section {section} is not)")
+    } else {
+        "empty".into()
+    }
+}
+
+/// The sections of the agent's layout that are not in this prompt because
+/// of the mode or the budget, in layout order, with why, then the
+/// contributed (plugin) sections the budget dropped. (A section of this
+/// mode with nothing to say this turn is not listed.)
+fn left_out(
+    fitted: &Fitted,
+    whole: &crate::layout::Layout,
+    layout: &crate::layout::ModeLayout,
+) -> Vec<crate::report::LeftOut> {
+    use crate::report::LeftOut;
+    let present = |id: &str| fitted.sections.iter().any(|s| s.id == id);
+    let dropped = |source: &str, id: &str| fitted.knobs.dropped.contains(&(source.to_string(), id.to_string()));
+    let mut out = Vec::new();
+    for entry in whole.entries() {
+        let why = if present(entry.id) || out.iter().any(|l: &LeftOut| l.id == entry.id) {
+            continue;
+        } else if !layout.has(entry.id) {
+            format!("not in this mode ({})", layout.mode().as_str())
+        } else if dropped(CORE_SOURCE, entry.id) {
+            "for the budget".to_string()
+        } else {
+            // In this mode with nothing to say this turn (no owners, no
+            // skills): not a row, or every prompt would list a dozen.
+            continue;
+        };
+        out.push(LeftOut { id: entry.id.to_string(), source: CORE_SOURCE.to_string(), why });
+    }
+    for (source, id) in &fitted.knobs.dropped {
+        if source != CORE_SOURCE {
+            out.push(LeftOut { id: id.clone(), source: source.clone(), why: "for the budget".into() });
+        }
+    }
+    out
 }
 
 /// The build's clock as plugins see it: whole seconds since the epoch.

@@ -4,7 +4,7 @@
 //! itself; both parse the same command line (`proem_cli::Cli`).
 
 use proem::{Assembler, PluginSet, ProemError};
-use proem_cli::{build_command, finish, init_logging, Cli, Command, Logs, Output, PluginAction, TurnArgs};
+use proem_cli::{build_command, finish, init_logging, Cli, CliError, Command, Logs, Output, PluginAction, TurnArgs};
 use proem_core::config::{PluginConfig, BUILTIN_IDS};
 use proem_full::{check, install, oci, scaffold};
 use std::path::PathBuf;
@@ -37,26 +37,33 @@ fn registry_timeouts(flags: &proem_cli::RegistryTimeouts) -> oci::Timeouts {
     }
 }
 
-/// The table of a plugin set, failing when a configured plugin did not load.
+/// The table of a plugin set, each plugin's hooks called on a sample turn
+/// (as `plugin check` does, with the plugin's own config and grants),
+/// failing when a configured plugin did not load or a hook failed.
 fn plugins_output(set: &PluginSet) -> Output {
-    let failed: Vec<&str> = set.plugins().iter().filter(|p| p.state.is_err()).map(|p| p.id.as_str()).collect();
+    let probes = set.probe_hooks(&proem_core::plugin::BuildContext::sample(), &check::sample_files());
+    let (text, failed) = proem_cli::inspect::plugins_table(set, &probes);
     Output {
-        text: proem_cli::inspect::plugins_table(set),
+        text,
         failure: (!failed.is_empty()).then(|| {
             format!(
-                "{} configured plugin(s) failed to load: {} (the reasons are above)",
+                "{} configured plugin(s) failed to load or failed on a sample turn: {} (the reasons are above)",
                 failed.len(),
                 failed.join(", ")
             )
         }),
+        ..Output::default()
     }
 }
 
-fn run(cli: Cli) -> Result<Output, ProemError> {
+fn run(cli: Cli) -> Result<Output, CliError> {
     match cli.command {
-        Command::Build { turn, format, strict } => build_command(&turn, format, strict, &proem_wasm::WASMTIME),
+        Command::Build { turn, format, strict, quiet } => {
+            build_command(&turn, format, strict, quiet, &proem_wasm::WASMTIME)
+        }
         Command::Serve {
             agent_dirs,
+            allow_empty,
             agents,
             listen,
             token_file,
@@ -73,12 +80,18 @@ fn run(cli: Cli) -> Result<Output, ProemError> {
             use proem_serve::{agents::Source, Limits, Options};
             let source = match (agents, agent_dirs.is_empty()) {
                 (Some(dir), _) => Source::Parent(dir),
-                (None, false) => Source::Dirs(agent_dirs),
+                (None, false) => {
+                    for dir in &agent_dirs {
+                        proem_cli::agent_dir::check(dir, None, allow_empty).map_err(CliError::Usage)?;
+                    }
+                    Source::Dirs(agent_dirs)
+                }
                 (None, true) => {
                     return Err(ProemError::input(
                         "AGENT_DIR",
                         "give agent directories, or --agents DIR to serve its subfolders",
-                    ))
+                    )
+                    .into())
                 }
             };
             let defaults = Limits::default();
@@ -103,7 +116,10 @@ fn run(cli: Cli) -> Result<Output, ProemError> {
             .map_err(|e| ProemError::input("serve", e))?;
             Ok(String::new().into())
         }
-        Command::Inspect { turn } => Ok(proem_cli::inspect::table(&build(&turn)?).into()),
+        Command::Inspect { turn, by_size } => {
+            let order = if by_size { proem_cli::inspect::Order::BySize } else { proem_cli::inspect::Order::Prompt };
+            Ok(proem_cli::inspect::table(&build(&turn)?, order).into())
+        }
         Command::Plugin { action: PluginAction::New { name, hooks, sdk_path } } => {
             use scaffold::{new_plugin, ScaffoldHook};
             let hooks = hooks.iter().map(|h| ScaffoldHook::parse(h)).collect::<Result<Vec<_>, _>>();
@@ -142,15 +158,18 @@ next:
             Ok(Output {
                 text: report.text,
                 failure: (!report.ok).then(|| format!("{}: the plugin has problems (listed above)", file.display())),
+                ..Output::default()
             })
         }
-        Command::Plugins { agent_dir: Some(dir), config } => {
+        Command::Plugins { agent_dir: Some(dir), config, allow_empty } => {
+            proem_cli::agent_dir::check(&dir, config.as_deref(), allow_empty).map_err(CliError::Usage)?;
             Ok(plugins_output(Assembler::open(&dir, config.as_deref())?.plugins()))
         }
-        Command::Plugins { agent_dir: None, config: Some(_) } => {
-            Err(ProemError::input("--config", "give the agent directory too: proem plugins AGENT_DIR --config FILE"))
+        Command::Plugins { agent_dir: None, config: Some(_), .. } => {
+            Err(ProemError::input("--config", "give the agent directory too: proem plugins AGENT_DIR --config FILE")
+                .into())
         }
-        Command::Plugins { agent_dir: None, config: None } => {
+        Command::Plugins { agent_dir: None, config: None, .. } => {
             let configs: Vec<PluginConfig> = BUILTIN_IDS
                 .into_iter()
                 .map(|id| PluginConfig {
@@ -165,7 +184,8 @@ next:
     }
 }
 
-fn build(args: &TurnArgs) -> Result<proem::Built, ProemError> {
+fn build(args: &TurnArgs) -> Result<proem::Built, CliError> {
+    args.check_not_empty()?;
     let assembler = Assembler::open(&args.agent_dir, args.config.as_deref())?;
-    assembler.build(&args.turn()?)
+    Ok(assembler.build(&args.turn()?)?)
 }

@@ -74,8 +74,9 @@ impl Metrics {
         }
         let Some(built) = built else { return };
         for p in &built.plugins {
-            // A memoised answer reports no time: nothing was called.
-            if p.elapsed_us == 0 && p.status == proem_core::report::PluginStatus::Ok {
+            // A remembered plugin (the build memo, or memoised answers)
+            // was not called.
+            if p.remembered {
                 continue;
             }
             let e = m.plugins.entry((agent.to_string(), p.id.clone())).or_default();

@@ -136,15 +136,15 @@ pub fn state(sandbox: &Sandbox) -> Result<State, String> {
 
 impl State {
     /// Handles `host.log`: traced under the plugin's id; warnings and errors
-    /// are kept for the build report. The message is made one safe line of
-    /// at most 500 characters here, where it enters the host.
+    /// are kept for the build report (`plugin_log` diagnostics, which
+    /// `proem build` prints), so they are traced at debug level only, not
+    /// said twice. The message is made one safe line of at most 500
+    /// characters here, where it enters the host.
     pub fn log(&mut self, level: tracing::Level, message: &str) {
         let message = proem_core::text::one_line(message, 500);
         match level {
-            tracing::Level::ERROR => tracing::error!(plugin = %self.plugin, "{message}"),
-            tracing::Level::WARN => tracing::warn!(plugin = %self.plugin, "{message}"),
             tracing::Level::INFO => tracing::info!(plugin = %self.plugin, "{message}"),
-            _ => tracing::debug!(plugin = %self.plugin, "{message}"),
+            _ => tracing::debug!(plugin = %self.plugin, level = %level, "{message}"),
         }
         if level <= tracing::Level::WARN && self.logs.len() < MAX_LOG_LINES {
             self.logs.push(LogLine { level, message });

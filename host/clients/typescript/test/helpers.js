@@ -74,9 +74,13 @@ export function cli(agentDir, args) {
   return { status: out.status, stdout: out.stdout, stderr: out.stderr.toString() };
 }
 
-/** A JSON report with each plugin's elapsed_us (a measurement) zeroed. */
+/** A JSON report with each plugin's elapsed_us (a measurement) zeroed and
+ * remembered (whether a memo answered) false. */
 export function withoutTimings(bytes) {
-  return Buffer.from(bytes).toString("utf8").replace(/"elapsed_us": \d+/g, '"elapsed_us": 0');
+  return Buffer.from(bytes)
+    .toString("utf8")
+    .replace(/"elapsed_us": \d+/g, '"elapsed_us": 0')
+    .replace(/"remembered": (true|false)/g, '"remembered": false');
 }
 
 // ------------------------------------------------------------------ hostile servers

@@ -244,13 +244,19 @@ pub struct BuildRun {
 }
 
 impl BuildRun {
-    fn record(&mut self, plugin: &LoadedPlugin, logs: &[LogLine], elapsed: Duration, failure: Option<&Failure>) {
-        let report = self.reports.entry(plugin.id.clone()).or_insert_with(|| PluginReport {
-            id: plugin.id.clone(),
-            status: PluginStatus::Ok,
-            elapsed_us: 0,
-        });
-        report.elapsed_us += elapsed.as_micros() as u64;
+    /// Records one call's outcome: `ran` is its time when the plugin ran,
+    /// `None` when its answer was remembered (a plugin is remembered in
+    /// this build only when every one of its calls was).
+    fn record(&mut self, plugin: &LoadedPlugin, logs: &[LogLine], ran: Option<Duration>, failure: Option<&Failure>) {
+        let report = self
+            .reports
+            .entry(plugin.id.clone())
+            .or_insert_with(|| PluginReport { remembered: true, ..PluginReport::new(&plugin.id, PluginStatus::Ok) });
+        if let Some(elapsed) = ran {
+            report.remembered = false;
+            report.elapsed_us =
+                report.elapsed_us.saturating_add(u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX));
+        }
         if let Some(f) = failure {
             if report.status == PluginStatus::Ok {
                 report.status = f.status();
@@ -370,7 +376,9 @@ impl PluginSet {
                         message: format!("plugin {} cannot be loaded: {why}; it is required", plugin.id),
                     });
                 }
-                tracing::warn!(plugin = %plugin.id, "cannot load: {why}");
+                // Every build reports it (`plugin_load_failed`), and `proem
+                // build` prints that: a log line would say it twice.
+                tracing::debug!(plugin = %plugin.id, "cannot load: {why}");
             }
             plugin.state = state;
             plugins.push(plugin);
@@ -407,15 +415,19 @@ impl PluginSet {
         })
     }
 
-    /// Reports plugins that failed to load, once per build.
+    /// Reports plugins that failed to load, and grants a plugin asks for
+    /// that its entry does not give, once per build.
     pub fn report_load_failures(&self, run: &mut BuildRun) {
         for p in &self.plugins {
-            if let Err(why) = &p.state {
-                run.reports.insert(p.id.clone(), PluginReport { id: p.id.clone(), status: p.status(), elapsed_us: 0 });
-                run.diagnostics.push(Diagnostic::error(
-                    "plugin_load_failed",
-                    format!("plugin {} cannot be loaded and was left out: {why}", p.id),
-                ));
+            match &p.state {
+                Err(why) => {
+                    run.reports.insert(p.id.clone(), PluginReport::new(&p.id, p.status()));
+                    run.diagnostics.push(Diagnostic::error(
+                        "plugin_load_failed",
+                        format!("plugin {} cannot be loaded and was left out: {why}", p.id),
+                    ));
+                }
+                Ok(ready) => run.diagnostics.extend(missing_grants(p, ready)),
             }
         }
     }
@@ -486,12 +498,12 @@ impl PluginSet {
             // A stable call sees no clock: its answer is kept on disk.
             self.call_keys(plugin, ready, key, stable_only, memo)
         });
-        let Outcome { result, logs, elapsed } = match keys.and_then(|k| self.remembered(k)) {
-            Some(hit) => hit,
+        let (Outcome { result, logs, elapsed }, ran) = match keys.and_then(|k| self.remembered(k)) {
+            Some(hit) => (hit, false),
             None => {
                 let request = Request::Bootstrap(with_config(contexts.context(sees), plugin), raw_files(seen));
                 let outcome = self.run_jobs(vec![(plugin, ready, sees, request)], tokenizer, &mut || {})?.remove(0);
-                self.remember(keys, outcome)
+                (self.remember(keys, outcome), true)
             }
         };
         let checked = match result {
@@ -501,7 +513,7 @@ impl PluginSet {
             Ok(_) => Err(Failure::Host("answered with the wrong hook".into())),
             Err(f) => Err(f),
         };
-        run.record(plugin, &logs, elapsed, checked.as_ref().err());
+        run.record(plugin, &logs, ran.then_some(elapsed), checked.as_ref().err());
         match checked {
             Ok(out) => Ok(Some(out)),
             Err(f) => {
@@ -538,7 +550,8 @@ impl PluginSet {
         let (stable_files, turn_files): (Vec<&BootstrapFile>, Vec<&BootstrapFile>) =
             files.iter().partition(|f| group_of(&f.name) != FileGroup::Dynamic);
         let mut jobs = Vec::new();
-        let mut outcomes: Vec<Option<Outcome>> = Vec::new();
+        // Each call's outcome, and whether it ran (`false`: remembered).
+        let mut outcomes: Vec<Option<(Outcome, bool)>> = Vec::new();
         // The calls to make, and (slot in outcomes, keys) of each.
         let mut jobs_to_run: Vec<Job> = Vec::new();
         let mut pending: Vec<(usize, Option<CallKeys>)> = Vec::new();
@@ -586,7 +599,7 @@ impl PluginSet {
                     self.call_keys(plugin, ready, key, sees == Sees::Stable, memo)
                 });
                 if let Some(hit) = keys.and_then(|k| self.remembered(k)) {
-                    outcomes.push(Some(hit));
+                    outcomes.push(Some((hit, false)));
                     continue;
                 }
                 let context = with_config(contexts.context(sees), plugin);
@@ -599,13 +612,13 @@ impl PluginSet {
         if !pending.is_empty() {
             let made = self.run_jobs(jobs_to_run, tokenizer, meanwhile)?;
             for ((slot, keys), outcome) in pending.into_iter().zip(made) {
-                outcomes[slot] = Some(self.remember(keys, outcome));
+                outcomes[slot] = Some((self.remember(keys, outcome), true));
             }
         }
         let counter = crate::tokens::shared_counter(tokenizer);
         let mut sections = Vec::new();
         for ((plugin, hook, zone), outcome) in jobs.into_iter().zip(outcomes.into_iter().flatten()) {
-            let Outcome { result, logs, elapsed } = outcome;
+            let (Outcome { result, logs, elapsed }, ran) = outcome;
             let invalid = |why: String| Failure::Host(format!("returned invalid output: {why}"));
             let mut notes = Vec::new();
             let checked = match result {
@@ -632,7 +645,7 @@ impl PluginSet {
                 good.retain(|s| s.zone == zone);
                 good
             });
-            run.record(plugin, &logs, elapsed, checked.as_ref().err());
+            run.record(plugin, &logs, ran.then_some(elapsed), checked.as_ref().err());
             run.note(notes);
             match checked {
                 Ok(mut good) => sections.append(&mut good),
@@ -831,6 +844,35 @@ impl PluginSet {
         });
         CallKeys { memory, disk }
     }
+}
+
+/// A warning for each grant proem knows that `plugin` asks for (in what
+/// `describe` said) and its `[[plugins]]` entry does not give: it runs
+/// without it, which is often why it does less than expected.
+fn missing_grants(plugin: &LoadedPlugin, ready: &Ready) -> Vec<Diagnostic> {
+    let granted = plugin.grants.names();
+    let mut asked: Vec<&str> = ready
+        .info
+        .capabilities
+        .iter()
+        .map(String::as_str)
+        .filter(|c| crate::plugin::GRANT_NAMES.contains(c) && !granted.contains(c))
+        .collect();
+    asked.sort_unstable();
+    asked.dedup();
+    asked
+        .into_iter()
+        .map(|grant| {
+            Diagnostic::warn(
+                "plugin_grant_missing",
+                format!(
+                    "plugin {} asks for {grant}, which its [[plugins]] entry does not grant: it runs without it; \
+                     add grants = [\"{grant}\"] to the entry to give it",
+                    plugin.id
+                ),
+            )
+        })
+        .collect()
 }
 
 /// Makes a hook's request from its plugin's build context and the files it sees.
@@ -1078,7 +1120,7 @@ fn prepare(config: &PluginConfig, agent_dir: &Path, runtime: &dyn Runtime) -> (L
                 Err(format!("{source}: no such built-in plugin (built-in: {})", BUILTIN_IDS.join(", ")))
             }
         }
-        (None, Some(path)) => read_plugin_file(agent_dir, path).map(|bytes| Wasm {
+        (None, Some(path)) => read_plugin_file(agent_dir, path, config.declared_at.as_deref()).map(|bytes| Wasm {
             identity: format!("sha256:{}", crate::digest::sha256_hex(&bytes)),
             bytes: Cow::Owned(bytes),
         }),
@@ -1092,17 +1134,24 @@ pub const MAX_PLUGIN_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Reads a plugin file through a capability handle on the agent directory,
 /// like every other workspace read: a symlink or path that leaves the
-/// directory is refused, and so is a file over [`MAX_PLUGIN_BYTES`].
-fn read_plugin_file(agent_dir: &Path, path: &str) -> Result<Vec<u8>, String> {
+/// directory is refused, and so is a file over [`MAX_PLUGIN_BYTES`]. A file
+/// that is not there is named with the line of proem.toml that names it
+/// (`declared_at`) and what to do.
+fn read_plugin_file(agent_dir: &Path, path: &str, declared_at: Option<&str>) -> Result<Vec<u8>, String> {
     use std::io::Read;
     let shown = agent_dir.join(path).display().to_string();
     let dir = cap_std::fs::Dir::open_ambient_dir(agent_dir, cap_std::ambient_authority())
         .map_err(|e| format!("{}: cannot open the agent directory: {e}", agent_dir.display()))?;
     // Opened without blocking, so a FIFO named as a plugin is refused by the
     // regular-file check below instead of hanging `build` and `plugins`.
-    let file = dir
-        .open_with(path, &crate::disk::nonblocking_read())
-        .map_err(|e| format!("{shown}: cannot read the plugin: {e}"))?;
+    let file = dir.open_with(path, &crate::disk::nonblocking_read()).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => format!(
+            "{shown}: no such file, named by path = {path:?} at {}: build or copy the plugin there \
+             (`proem plugin add FILE.wasm --into AGENT_DIR`), correct the path, or remove the [[plugins]] entry",
+            declared_at.unwrap_or("its [[plugins]] entry")
+        ),
+        _ => format!("{shown}: cannot read the plugin: {e}"),
+    })?;
     let meta = file.metadata().map_err(|e| format!("{shown}: {e}"))?;
     if !meta.is_file() {
         return Err(format!("{shown}: not a regular file"));
