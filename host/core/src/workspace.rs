@@ -93,6 +93,13 @@ impl Workspace {
 
     /// Reads a workspace-relative text file, at most `max_bytes` of it.
     pub fn read_text(&self, rel: &str, max_bytes: usize) -> Result<TextFile, Unavailable> {
+        let (bytes, cut_at_limit) = self.read_bytes(rel, max_bytes)?;
+        decode(bytes, cut_at_limit).map(|text| TextFile { text, cut_at_limit })
+    }
+
+    /// Reads a workspace-relative file's bytes as they are, at most
+    /// `max_bytes` of them, and whether there was more.
+    pub fn read_bytes(&self, rel: &str, max_bytes: usize) -> Result<(Vec<u8>, bool), Unavailable> {
         if let Err(why) = crate::paths::check_relative_path(rel) {
             return Err(Unavailable::Refused(format!("{why}; not read")));
         }
@@ -120,7 +127,7 @@ impl Workspace {
             .map_err(|e| Unavailable::Unreadable(format!("read failed: {e}")))?;
         let cut_at_limit = bytes.len() > max_bytes;
         bytes.truncate(max_bytes);
-        decode(bytes, cut_at_limit).map(|text| TextFile { text, cut_at_limit })
+        Ok((bytes, cut_at_limit))
     }
 
     /// Names of the sub-directories of `rel` (sorted), or empty when absent.
