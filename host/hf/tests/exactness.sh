@@ -10,7 +10,7 @@
 #   bash host/hf/tests/exactness.sh [TEXTS_PER_TOKENIZER]   (default 400)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../../.." && pwd)"
-work="$root/target/hf-exactness"
+work="${PROEM_HF_WORK:-$root/target/hf-exactness}"
 here="$root/host/hf/tests"
 count="${1:-400}"
 mkdir -p "$work"
