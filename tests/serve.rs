@@ -294,8 +294,8 @@ fn edits_reload_and_a_broken_config_keeps_the_last_good_one_serving() {
     assert!(metrics.contains("proem_reloads_total{agent=\"marlow\",outcome=\"error\"}"), "{metrics}");
     assert!(metrics.contains("proem_reloads_total{agent=\"marlow\",outcome=\"ok\"}"), "{metrics}");
     assert!(
-        metrics.contains("proem_stable_hash_changes_total{agent=\"marlow\"} 1"),
-        "the SOUL.md edit busted the cache once: {metrics}"
+        metrics.contains("proem_stable_hash_changes_total{agent=\"marlow\",cause=\"file\"} 1"),
+        "the SOUL.md edit busted the cache once, and is named as a file: {metrics}"
     );
 }
 

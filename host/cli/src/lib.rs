@@ -20,6 +20,7 @@ use proem_core::{Assembler, ProemError, Turn};
 
 pub mod agent_dir;
 pub mod diagnostics;
+pub mod diff;
 pub mod inspect;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -135,6 +136,17 @@ pub enum Command {
         /// (over it: 431).
         #[arg(long, value_name = "BYTES", default_value_t = 64 * 1024, value_parser = within(bounds::SERVE_MAX_HEADER_BYTES))]
         max_header_bytes: usize,
+    },
+    /// Say what moved the stable hash between two builds: the section and
+    /// its input (file, plugin, config table, tools, skills) whose digest
+    /// differs, from two JSON reports (`proem build --format json`).
+    Diff {
+        /// The earlier build's JSON report.
+        #[arg(value_name = "BEFORE")]
+        before: PathBuf,
+        /// The later build's JSON report.
+        #[arg(value_name = "AFTER")]
+        after: PathBuf,
     },
     /// Work on a plugin binary: `proem plugin check FILE.wasm`.
     Plugin {
@@ -346,9 +358,9 @@ pub fn front() -> ExitCode {
         // 'static: the plugins keep their runtime; one per process.
         let runtime: &'static AnswersOnly = Box::leak(Box::new(AnswersOnly::of(full.as_deref())));
         match build_command(turn, *format, *strict, *quiet, runtime) {
-            Err(CliError::Bad(ProemError::PluginCodeNeeded)) => {
+            Err(CliError::Bad(ProemError::PluginCodeNeeded | ProemError::TokenizerCodeNeeded)) => {
                 release_logs(false);
-                tracing::debug!("a plugin must run");
+                tracing::debug!("a plugin must run, or a tokenizer.json be loaded");
             }
             done => {
                 release_logs(true);

@@ -52,6 +52,9 @@ pub struct Assembler {
     /// What the workspace gave the last build that read it (files, skills,
     /// the config's tools), valid while the file check's generation is.
     pub(crate) workspace_reads: Lock<Option<Arc<WorkspaceRead>>>,
+    /// The tokenizer.json `[budget] tokenizer` names, loaded when the
+    /// assembler was made (see [`crate::vocab`]).
+    pub(crate) file_tokenizer: Option<Tokenizer>,
 }
 
 /// Section bodies whose characters [`Assembler::section_chars`] keeps.
@@ -103,7 +106,7 @@ impl Assembler {
             })?;
         let config = if config_found { Config::load(&config_file)? } else { Config::default() };
         let plugins = PluginSet::load_with(&config.plugins, workspace.root(), crate::cache_dir::default(), runtime)?;
-        Ok(Assembler::assemble(workspace, config, config_file, config_found, plugins))
+        Assembler::assemble(workspace, config, config_file, config_found, plugins)
     }
 
     /// An assembler with an already-parsed config, its plugins run by `runtime`.
@@ -115,7 +118,7 @@ impl Assembler {
         let workspace = Workspace::open(agent_dir)?;
         let plugins = PluginSet::load_with(&config.plugins, workspace.root(), crate::cache_dir::default(), runtime)?;
         let config_file = agent_dir.join(crate::config::CONFIG_FILE);
-        Ok(Assembler::assemble(workspace, config, config_file, true, plugins))
+        Assembler::assemble(workspace, config, config_file, true, plugins)
     }
 
     fn assemble(
@@ -124,8 +127,12 @@ impl Assembler {
         config_file: PathBuf,
         config_found: bool,
         plugins: PluginSet,
-    ) -> Assembler {
-        Assembler {
+    ) -> Result<Assembler, ProemError> {
+        let file_tokenizer = match config.budget.tokenizer.as_deref().filter(|t| crate::vocab::is_file_name(t)) {
+            Some(rel) => Some(Tokenizer::HuggingFace(crate::vocab::load_file(&workspace, rel)?)),
+            None => None,
+        };
+        Ok(Assembler {
             render_memos: crate::core_sections::RenderMemos::for_config(&config),
             workspace,
             config,
@@ -138,7 +145,8 @@ impl Assembler {
             prepared_tools: LastValue::default(),
             section_chars: Lock::default(),
             workspace_reads: Lock::default(),
-        }
+            file_tokenizer,
+        })
     }
 
     /// Chooses what is kept between builds (all on by default; see
@@ -146,7 +154,7 @@ impl Assembler {
     /// switch applies to every assembler.
     pub fn set_caching(&mut self, caching: Caching) {
         self.caching = caching;
-        for t in [Tokenizer::O200kBase, Tokenizer::Cl100kBase] {
+        for t in crate::tokens::shared_tokenizers() {
             shared_counter(t).set_memo(caching.token_counts);
         }
         *self.memo.get_mut() = BuildMemo::default();

@@ -415,7 +415,10 @@ pub struct BudgetConfig {
     pub head_ratio: f64,
     /// Share of a truncated file's cap kept from its end (default 0.2).
     pub tail_ratio: f64,
-    /// `o200k_base` or `cl100k_base`; chosen from the model when unset.
+    /// `o200k_base`, `cl100k_base`, `claude-estimate`, or a Hugging Face
+    /// tokenizer.json inside the agent directory (a relative path ending in
+    /// `.json`); chosen from the model when unset (see
+    /// [`crate::model_tokenizers`]).
     pub tokenizer: Option<String>,
     /// Tokens kept free for the dynamic part when the stable part is fitted
     /// (default 2000; at most a quarter of the budget is reserved).
@@ -1013,11 +1016,22 @@ impl Config {
             }
         }
         if let Some(t) = &b.tokenizer {
-            if crate::tokens::Tokenizer::from_name(t).is_none() {
+            if crate::vocab::is_file_name(t) {
+                if let Err(why) = crate::paths::check_relative_path(t) {
+                    return fail(
+                        "budget",
+                        "tokenizer",
+                        format!("{t:?}: {why}; name a tokenizer.json inside the agent directory"),
+                    );
+                }
+            } else if crate::tokens::Tokenizer::from_name(t).is_none() {
                 return fail(
                     "budget",
                     "tokenizer",
-                    format!("unknown tokenizer {t:?}: expected o200k_base or cl100k_base"),
+                    format!(
+                        "unknown tokenizer {t:?}: expected o200k_base, cl100k_base, claude-estimate, \
+                         or the path of a tokenizer.json inside the agent directory (ending in .json)"
+                    ),
                 );
             }
         }

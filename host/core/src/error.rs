@@ -57,6 +57,11 @@ pub enum ProemError {
     /// command to `proem-full`).
     #[error("this build needs a plugin's code to run, and this executable runs none")]
     PluginCodeNeeded,
+    /// `[budget] tokenizer` names a tokenizer.json, and this executable
+    /// loads none (`proem` then hands the command to `proem-full`; a
+    /// library user links the `proem` crate, which does).
+    #[error("[budget] tokenizer names a tokenizer.json, and this executable has no tokenizer.json loader; run proem-full, or use the proem crate")]
+    TokenizerCodeNeeded,
     /// The protected sections alone do not fit the token budget.
     #[error("token budget of {budget} is too small: the protected sections (identity, tooling, safety, workspace) and the cache boundary need {needed} tokens, {over} over the budget; raise [budget] tokens or --budget to at least {needed}")]
     BudgetTooSmall {

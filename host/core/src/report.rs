@@ -202,6 +202,20 @@ impl PluginReport {
     }
 }
 
+/// One input of the stable part and its digest (see
+/// `crate::stable_inputs`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
+pub struct StableInput {
+    /// The section it feeds, `source/id` (`core/project_context`,
+    /// `plugin:weather/forecast`); empty for an input of the whole build.
+    pub section: String,
+    /// `body`, `file:NAME`, `plugin:ID`, `config:[TABLE]`, `tools` or
+    /// `skills`.
+    pub input: String,
+    /// xxh3-64 of it, 16 hex digits.
+    pub digest: String,
+}
+
 /// A built prompt and its report. `serde_json::to_string` gives the JSON
 /// contract of DESIGN.md.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -216,12 +230,20 @@ pub struct Built {
     pub stable_hash: String,
     /// The resolved mode.
     pub mode: Mode,
-    /// `o200k_base` or `cl100k_base`.
+    /// `o200k_base`, `cl100k_base`, `claude-estimate`, or `hf-` and 13 hex
+    /// digits of the tokenizer.json's SHA-256.
     pub tokenizer: String,
+    /// Whether the token counts are the model's own tokenizer's: `false`
+    /// for `claude-estimate` and for a model counted with a stand-in (an
+    /// open model without its tokenizer.json, an unknown model).
+    pub exact: bool,
     /// Token counts.
     pub tokens: TokenReport,
     /// Sections in prompt order.
     pub sections: Vec<SectionReport>,
+    /// What fed the stable part, with digests, to tell what moved the
+    /// stable hash between two builds (see [`crate::stable_inputs`]).
+    pub stable_inputs: Vec<StableInput>,
     /// Bootstrap files in load order.
     pub files: Vec<FileReport>,
     /// Plugins in id order.

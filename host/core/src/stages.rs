@@ -43,6 +43,8 @@ pub(crate) struct Resolved {
     pub now: DateTime<FixedOffset>,
     /// The tokenizer the budget counts with.
     pub tokenizer: Tokenizer,
+    /// Whether its counts are the model's own (the report's `exact`).
+    pub tokenizer_exact: bool,
     /// The agent's id, one safe line.
     pub agent_id: String,
     /// The whole-prompt budget, within its bounds.
@@ -98,8 +100,8 @@ impl Assembler {
         let Local { time: now, abbreviation: zone_abbreviation } = zone.local(now)?;
         let provider = turn_or_config(&turn.provider, &config.provider.name, 64);
         let model = turn_or_config(&turn.model, &config.provider.model, 96);
-        let tokenizer = tokenizer_for(config, model.as_deref()).expect("validated with the config");
         let mut notes = Vec::new();
+        let (tokenizer, tokenizer_exact) = self.tokenizer_for(model.as_deref(), &mut notes);
         if turn.group_title.is_some() && turn.chat_kind != Some(ChatKind::Group) {
             notes.push(Diagnostic::info(
                 "group_title_ignored",
@@ -122,6 +124,7 @@ impl Assembler {
             session,
             mode,
             tokenizer,
+            tokenizer_exact,
             agent_id: one_line(&config.agent_id(self.workspace.root()), 64),
             budget_tokens,
             owners,
@@ -451,6 +454,14 @@ impl Assembler {
             .collect();
         let sections = self.section_reports(&fitted, &run, counter);
         let left_out = left_out(&fitted, self.config.layout(), layout);
+        let stable_inputs = crate::stable_inputs::collect(&crate::stable_inputs::Sources {
+            sections: &sections,
+            files: &fitted.render.files,
+            plugins: self.plugins.plugins(),
+            config: &self.config,
+            tools: &inputs.stable.tools,
+            skills: &inputs.stable.skills,
+        });
         let joined = fitted.joined;
         let tokens = TokenReport {
             total: fitted.total_tokens,
@@ -475,8 +486,10 @@ impl Assembler {
             dynamic: joined.dynamic,
             mode: resolved.mode,
             tokenizer: resolved.tokenizer.name().to_string(),
+            exact: resolved.tokenizer_exact,
             tokens,
             sections,
+            stable_inputs,
             files,
             plugins,
             diagnostics,
@@ -640,12 +653,31 @@ fn clean_channel(c: &str) -> String {
         .collect()
 }
 
-/// The tokenizer for `model`: `[budget] tokenizer` when set (`None` when that
-/// name is unknown, which config validation rules out), else by model.
-fn tokenizer_for(config: &crate::config::Config, model: Option<&str>) -> Option<Tokenizer> {
-    match &config.budget.tokenizer {
-        Some(name) => Tokenizer::from_name(name),
-        None => Some(Tokenizer::for_model(model.unwrap_or(""))),
+impl Assembler {
+    /// The tokenizer for `model` and whether its counts are the model's
+    /// own: `[budget] tokenizer` when set (the operator's choice, taken as
+    /// exact, but for `claude-estimate`), else by the model's family (see
+    /// [`crate::model_tokenizers`]); an open model counted without its
+    /// tokenizer.json is said in `notes`.
+    fn tokenizer_for(&self, model: Option<&str>, notes: &mut Vec<Diagnostic>) -> (Tokenizer, bool) {
+        if let Some(loaded) = self.file_tokenizer {
+            return (loaded, true);
+        }
+        if let Some(named) = self.config.budget.tokenizer.as_deref().and_then(Tokenizer::from_name) {
+            return (named, named != Tokenizer::ClaudeEstimate);
+        }
+        let family = crate::model_tokenizers::family_of(model.unwrap_or(""));
+        if let crate::model_tokenizers::Family::Open(name) = family {
+            notes.push(Diagnostic::info(
+                "tokenizer_not_exact",
+                format!(
+                    "model {} uses the {name} tokenizer, which proem has no copy of: counted with cl100k_base, \
+                     not exactly; set [budget] tokenizer to the model's tokenizer.json (a path inside the agent directory)",
+                    model.unwrap_or("")
+                ),
+            ));
+        }
+        (family.builtin(), family.builtin_is_exact())
     }
 }
 

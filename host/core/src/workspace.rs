@@ -77,6 +77,9 @@ pub struct TextFile {
     pub identity: (u64, u64),
 }
 
+/// A file's bytes, whether there was more, and its (device, inode).
+type RawRead = (Vec<u8>, bool, (u64, u64));
+
 /// The (device, inode) of the per-turn files present at one moment (see
 /// [`Workspace::per_turn_files`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -131,6 +134,18 @@ impl Workspace {
 
     /// Reads a workspace-relative text file, at most `max_bytes` of it.
     pub fn read_text(&self, rel: &str, max_bytes: usize) -> Result<TextFile, Unavailable> {
+        let (bytes, cut_at_limit, identity) = self.read_raw(rel, max_bytes)?;
+        decode(bytes, cut_at_limit).map(|text| TextFile { text, cut_at_limit, identity })
+    }
+
+    /// Reads a workspace-relative file's bytes as they are, at most
+    /// `max_bytes` of them, and whether there was more.
+    pub fn read_bytes(&self, rel: &str, max_bytes: usize) -> Result<(Vec<u8>, bool), Unavailable> {
+        self.read_raw(rel, max_bytes).map(|(bytes, cut, _)| (bytes, cut))
+    }
+
+    /// [`Workspace::read_bytes`] and the file's (device, inode).
+    fn read_raw(&self, rel: &str, max_bytes: usize) -> Result<RawRead, Unavailable> {
         if let Err(why) = crate::paths::check_relative_path(rel) {
             return Err(Unavailable::Refused(format!("{why}; not read")));
         }
@@ -159,7 +174,7 @@ impl Workspace {
         let cut_at_limit = bytes.len() > max_bytes;
         bytes.truncate(max_bytes);
         let identity = (cap_std::fs::MetadataExt::dev(&meta), cap_std::fs::MetadataExt::ino(&meta));
-        decode(bytes, cut_at_limit).map(|text| TextFile { text, cut_at_limit, identity })
+        Ok((bytes, cut_at_limit, identity))
     }
 
     /// The (device, inode) of each per-turn file present now, followed

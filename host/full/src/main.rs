@@ -13,6 +13,9 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     proem_core::allocator::tune();
     init_logging(Logs::Stderr);
+    // tokenizer.json files for every command that builds (`build` goes
+    // through proem-core with the wasmtime runtime, not the proem crate).
+    proem::install_tokenizers();
     finish(run(proem_cli::parse()))
 }
 
@@ -120,6 +123,7 @@ fn run(cli: Cli) -> Result<Output, CliError> {
             let order = if by_size { proem_cli::inspect::Order::BySize } else { proem_cli::inspect::Order::Prompt };
             Ok(proem_cli::inspect::table(&build(&turn)?, order).into())
         }
+        Command::Diff { before, after } => Ok(proem_cli::diff::run(&before, &after)?.into()),
         Command::Plugin { action: PluginAction::New { name, hooks, sdk_path } } => {
             use scaffold::{new_plugin, ScaffoldHook};
             let hooks = hooks.iter().map(|h| ScaffoldHook::parse(h)).collect::<Result<Vec<_>, _>>();

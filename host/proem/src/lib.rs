@@ -39,17 +39,28 @@ pub struct Assembler {
     inner: proem_core::Assembler,
 }
 
+/// Lets every assembler of this process, made here or through proem-core,
+/// count with a tokenizer.json (`[budget] tokenizer`): registers
+/// `proem-hf`'s loader. [`Assembler::open`] and [`Assembler::with_config`]
+/// call it; a caller of `proem_core::Assembler` directly calls it once.
+pub fn install_tokenizers() {
+    proem_hf::install();
+}
+
 impl Assembler {
     /// Opens an agent directory and loads its config: `config` when given
     /// (it must exist), else `<agent_dir>/proem.toml` when present, else the
-    /// defaults. Loads (and compiles, or finds compiled on disk) its plugins.
+    /// defaults. Loads (and compiles, or finds compiled on disk) its plugins,
+    /// and the tokenizer.json `[budget] tokenizer` names (`proem-hf`).
     pub fn open(agent_dir: &Path, config: Option<&Path>) -> Result<Assembler, ProemError> {
+        install_tokenizers();
         let inner = proem_core::Assembler::open_with(agent_dir, config, &proem_wasm::WASMTIME)?;
         Ok(Assembler { inner })
     }
 
     /// An assembler with an already-parsed config.
     pub fn with_config(agent_dir: &Path, config: Config) -> Result<Assembler, ProemError> {
+        install_tokenizers();
         let inner = proem_core::Assembler::with_config(agent_dir, config, &proem_wasm::WASMTIME)?;
         Ok(Assembler { inner })
     }

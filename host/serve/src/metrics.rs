@@ -5,6 +5,7 @@
 //! names (folder names, `[[plugins]] id`), escaped anyway.
 
 use proem_core::report::Built;
+use proem_core::stable_inputs::{diff, StableInput};
 use proem_core::sync::Lock;
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -32,8 +33,10 @@ struct Inner {
     memo_hits: BTreeMap<String, u64>,
     /// (agent, outcome) → reloads.
     reloads: BTreeMap<(String, String), u64>,
-    /// agent → (last stable hash, changes).
-    stable: BTreeMap<String, (String, u64)>,
+    /// agent → its last build's stable hash and inputs.
+    last_stable: BTreeMap<String, (String, Vec<StableInput>)>,
+    /// (agent, cause) → stable-hash changes.
+    stable_changes: BTreeMap<(String, &'static str), u64>,
     /// status code → problem responses.
     problems: BTreeMap<u16, u64>,
 }
@@ -88,11 +91,16 @@ impl Metrics {
                 e.2 += 1;
             }
         }
-        let entry = m.stable.entry(agent.to_string()).or_insert_with(|| (built.stable_hash.clone(), 0));
-        if entry.0 != built.stable_hash {
-            entry.0 = built.stable_hash.clone();
-            entry.1 += 1;
-        }
+        let Some((hash, inputs)) = m.last_stable.get_mut(agent) else {
+            m.last_stable.insert(agent.to_string(), (built.stable_hash.clone(), built.stable_inputs.clone()));
+            return;
+        };
+        let Some((cause, changes)) = diff(hash, inputs, &built.stable_hash, &built.stable_inputs) else { return };
+        *hash = built.stable_hash.clone();
+        *inputs = built.stable_inputs.clone();
+        let moved: Vec<String> = changes.iter().map(|c| format!("{} {}", c.section, c.input)).collect();
+        tracing::info!(agent, cause = cause.label(), inputs = ?moved, "the stable hash changed");
+        *m.stable_changes.entry((agent.to_string(), cause.label())).or_default() += 1;
     }
 
     /// Records a reload.
@@ -196,10 +204,10 @@ impl Metrics {
             &mut out,
             "proem_stable_hash_changes_total",
             "counter",
-            "Builds whose stable part differed from the agent's previous build: prompt-cache misses.",
+            "Builds whose stable part differed from the agent's previous build (prompt-cache misses), by the kind of input that moved it: config, plugin, file, skills, tools, section, unknown.",
         );
-        for (agent, (_, n)) in &m.stable {
-            let _ = writeln!(out, "proem_stable_hash_changes_total{{agent=\"{}\"}} {n}", esc(agent));
+        for ((agent, cause), n) in &m.stable_changes {
+            let _ = writeln!(out, "proem_stable_hash_changes_total{{agent=\"{}\",cause=\"{cause}\"}} {n}", esc(agent));
         }
         header(&mut out, "proem_http_problems_total", "counter", "Error responses by status code.");
         for (status, n) in &m.problems {
