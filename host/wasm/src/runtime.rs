@@ -40,10 +40,9 @@ impl Runtime for Wasmtime {
     fn link(&self, wasm: &[u8], api: &str, cache_dir: Option<&CacheDir>) -> LinkResult {
         let engine = engine::get()?;
         let (component, origin) = cache::load_or_compile(&engine.engine, wasm, cache_dir)?;
-        let pre = engine
-            .linker
-            .instantiate_pre(&component)
-            .map_err(|e| format!("cannot link against this proem: {}", cache::error_chain(&e)))?;
+        let cannot_link = |e: wasmtime::Error| crate::binary::link_error(&cache::error_chain(&e));
+        let stubbed = crate::stubs::linker_for(&engine.engine, &engine.linker, &component).map_err(cannot_link)?;
+        let pre = stubbed.as_ref().unwrap_or(&engine.linker).instantiate_pre(&component).map_err(cannot_link)?;
         let mismatch = |e: wasmtime::Error| format!("does not match API {api}: {}", cache::error_chain(&e));
         let bindings = match api.split('.').take(2).collect::<Vec<_>>()[..] {
             ["0", "1"] => Bindings::V0_1(v0_1::PluginPre::new(pre).map_err(mismatch)?),
