@@ -202,14 +202,21 @@ pub enum PluginAction {
         #[command(flatten)]
         timeouts: RegistryTimeouts,
     },
-    /// Create a standalone plugin crate NAME in the current folder: its own
-    /// rust-toolchain.toml (with the wasm32-wasip2 target), a cdylib,
-    /// proem-sdk, and the hooks asked for. Build it with
-    /// `cargo build --release --target wasm32-wasip2`.
+    /// Create a plugin NAME in a new folder of the current one, with the
+    /// hooks asked for (the others no-ops) and a native test of each. Rust
+    /// (default): a crate with its own rust-toolchain.toml (with the
+    /// wasm32-wasip2 target), a cdylib and proem-sdk; build it with `cargo
+    /// build --release --target wasm32-wasip2`. Python: componentize-py
+    /// from PyPI, pinned in requirements.txt; build with `sh build.sh`, test
+    /// with pytest. JavaScript: componentize-qjs (QuickJS) from npm, pinned
+    /// in package.json; `npm install`, `npm test`, `npm run build`.
     New {
         /// The crate and plugin name (a-z, 0-9, -, _).
         #[arg(value_name = "NAME")]
         name: String,
+        /// The plugin's language: rust, python or js.
+        #[arg(long, value_name = "LANG", default_value = "rust")]
+        lang: String,
         /// What to implement, comma-separated: stable (a section above the
         /// cache boundary; `sections` is the same), overlay (a prefix for one
         /// provider, also stable), turn (a section below the boundary, with

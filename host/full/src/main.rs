@@ -104,24 +104,15 @@ fn run(cli: Cli) -> Result<Output, ProemError> {
             Ok(String::new().into())
         }
         Command::Inspect { turn } => Ok(proem_cli::inspect::table(&build(&turn)?).into()),
-        Command::Plugin { action: PluginAction::New { name, hooks, sdk_path } } => {
-            use scaffold::{new_plugin, ScaffoldHook};
+        Command::Plugin { action: PluginAction::New { name, lang, hooks, sdk_path } } => {
+            use scaffold::{new_plugin_in, Lang, ScaffoldHook};
             let hooks = hooks.iter().map(|h| ScaffoldHook::parse(h)).collect::<Result<Vec<_>, _>>();
             let hooks = hooks.map_err(|e| ProemError::input("--hooks", e))?;
+            let lang = Lang::parse(&lang).map_err(|e| ProemError::input("--lang", e))?;
             let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-            let dir = new_plugin(&here, &name, &hooks, sdk_path.as_deref())
+            let dir = new_plugin_in(&here, &name, lang, &hooks, sdk_path.as_deref())
                 .map_err(|e| ProemError::input("plugin new", e))?;
-            Ok(format!(
-                "created {}
-next:
-  cd {name}
-  cargo build --release --target wasm32-wasip2
-  proem plugin check target/wasm32-wasip2/release/{}.wasm
-",
-                dir.display(),
-                name.replace('-', "_")
-            )
-            .into())
+            Ok(format!("created {}\nnext:\n  cd {name}\n{}", dir.display(), lang.next_steps(&name)).into())
         }
         Command::Plugin { action: PluginAction::Pull { reference, into, id, timeouts } } => {
             let pulled = oci::pull(&reference, &into, id.as_deref(), &registry_timeouts(&timeouts))
