@@ -177,7 +177,9 @@ pub enum PluginAction {
     /// Add a local plugin binary to an agent: copies it to
     /// AGENT_DIR/plugins/ and appends its [[plugins]] entry, sha256 pinned,
     /// to proem.toml (the folder is created if missing). The binary is
-    /// checked first; nothing existing is overwritten.
+    /// checked first; nothing existing is overwritten (but with --replace).
+    /// Then it is compiled into proem's cache and described, so the next
+    /// build starts warm.
     Add {
         /// The plugin's .wasm file.
         #[arg(value_name = "FILE.wasm")]
@@ -188,6 +190,10 @@ pub enum PluginAction {
         /// The plugin id in proem.toml (default: from the file name).
         #[arg(long, value_name = "ID")]
         id: Option<String>,
+        /// Re-pin an entry with this id: replace its plugins/ file with this
+        /// binary and update its sha256 line in place (an author rebuilding).
+        #[arg(long)]
+        replace: bool,
     },
     /// Publish a plugin binary as an OCI artifact (one application/wasm
     /// layer, config application/vnd.wasm.config.v0+json), after checking it

@@ -27,6 +27,33 @@ fn installed(agent_dir: &std::path::Path, done: &install::Installed) -> String {
     )
 }
 
+/// Compiles a plugin just installed into the compiled-component cache and
+/// keeps what `describe` says about it, as its first build would: so that
+/// build starts warm. A failure here is said, not fatal (the build will
+/// say it again, with the agent's config).
+fn warm(agent_dir: &std::path::Path, done: &install::Installed) -> String {
+    let config = PluginConfig {
+        id: done.id.clone(),
+        path: Some(done.path.clone()),
+        sha256: Some(done.sha256.clone()),
+        ..PluginConfig::default()
+    };
+    let cache = proem_core::cache_dir::default_path();
+    match proem::load_plugins(&[config], agent_dir, cache.as_deref()) {
+        Ok(set) => match set.plugins().first().map(|p| &p.state) {
+            // Described from disk before: compiled only if its cache entry is gone.
+            Some(Ok(ready)) => match (ready.link(), cache.is_some()) {
+                (Ok(()), true) => "compiled into the plugin cache\n".into(),
+                (Ok(()), false) => String::new(),
+                (Err(why), _) => format!("note: it does not link yet: {why}\n"),
+            },
+            Some(Err(why)) => format!("note: it does not load yet: {why}\n"),
+            None => String::new(),
+        },
+        Err(e) => format!("note: it does not load yet: {e}\n"),
+    }
+}
+
 /// How long `plugin pull` and `plugin push` wait, as the flags say.
 fn registry_timeouts(flags: &proem_cli::RegistryTimeouts) -> oci::Timeouts {
     use std::time::Duration;
@@ -117,11 +144,12 @@ fn run(cli: Cli) -> Result<Output, ProemError> {
         Command::Plugin { action: PluginAction::Pull { reference, into, id, timeouts } } => {
             let pulled = oci::pull(&reference, &into, id.as_deref(), &registry_timeouts(&timeouts))
                 .map_err(|e| ProemError::input("plugin pull", e))?;
-            Ok(format!("pulled {reference}\n{}", installed(&into, &pulled)).into())
+            Ok(format!("pulled {reference}\n{}{}", installed(&into, &pulled), warm(&into, &pulled)).into())
         }
-        Command::Plugin { action: PluginAction::Add { file, into, id } } => {
-            let added = install::add(&file, &into, id.as_deref()).map_err(|e| ProemError::input("plugin add", e))?;
-            Ok(installed(&into, &added).into())
+        Command::Plugin { action: PluginAction::Add { file, into, id, replace } } => {
+            let added = install::add_with(&file, &into, id.as_deref(), replace)
+                .map_err(|e| ProemError::input("plugin add", e))?;
+            Ok(format!("{}{}", installed(&into, &added), warm(&into, &added)).into())
         }
         Command::Plugin { action: PluginAction::Push { file, reference, timeouts } } => {
             let pushed = oci::push(&file, &reference, &registry_timeouts(&timeouts))

@@ -471,8 +471,7 @@ impl PluginSet {
         let hook = if stable_only { "agent:bootstrap" } else { "agent:bootstrap/turn" };
         let keys = memo.zip(contexts.hash(sees)).map(|(memo, context)| {
             let key = call_key(plugin, hook, context, Some(bootstrap::files_hash(seen.iter())), tokenizer);
-            // A stable call sees no clock: its answer is kept on disk.
-            self.call_keys(plugin, ready, key, stable_only, memo)
+            self.call_keys(plugin, ready, key, memo)
         });
         let Outcome { result, logs, elapsed } = match keys.and_then(|k| self.remembered(k)) {
             Some(hit) => hit,
@@ -570,8 +569,7 @@ impl PluginSet {
                 let sees = if zone == Zone::Stable { Sees::Stable } else { Sees::Turn(now) };
                 let keys = memo.zip(contexts.hash(sees)).map(|(memo, context)| {
                     let key = call_key(plugin, &hook_key(hook, zone), context, files_hash, tokenizer);
-                    // Only a call that sees no clock is kept on disk.
-                    self.call_keys(plugin, ready, key, sees == Sees::Stable, memo)
+                    self.call_keys(plugin, ready, key, memo)
                 });
                 if let Some(hit) = keys.and_then(|k| self.remembered(k)) {
                     outcomes.push(Some(hit));
@@ -792,12 +790,14 @@ impl PluginSet {
 
     /// The keys of a call whose [`call_key`] is `key`. A plugin that may
     /// read the workspace is keyed by it too: by the file check's
-    /// generation in this process, by the workspace's stamp on disk. Kept
-    /// on disk only when `lasting` (the hook sees no clock), there is an
-    /// answers directory and, for such a plugin, a stamp; the disk key
-    /// adds what this process's memo takes as fixed: the binary and the
-    /// limits.
-    fn call_keys(&self, plugin: &LoadedPlugin, ready: &Ready, key: u128, lasting: bool, memo: MemoKeys) -> CallKeys {
+    /// generation in this process, by the workspace's stamp on disk. Every
+    /// hook's answer is kept on disk when there is an answers directory
+    /// and, for such a plugin, a stamp: the call key holds everything the
+    /// plugin can observe (a turn hook's clock, channel and chat included),
+    /// so the same turn in a new process runs no plugin code, whatever
+    /// hooks it declares. The disk key adds what this process's memo takes
+    /// as fixed: the binary and the limits.
+    fn call_keys(&self, plugin: &LoadedPlugin, ready: &Ready, key: u128, memo: MemoKeys) -> CallKeys {
         let reads = plugin.grants.workspace_read;
         let memory = if reads {
             let mut h = KeyHasher::default();
@@ -807,7 +807,7 @@ impl PluginSet {
             key
         };
         let stamp = if reads { memo.workspace_stamp.map(Some) } else { Some(None) };
-        let disk = self.answers.as_ref().filter(|_| lasting).zip(stamp).map(|(answers, stamp)| {
+        let disk = self.answers.as_ref().zip(stamp).map(|(answers, stamp)| {
             answers.key(|h| {
                 h.str("hook").num128(key).str(&ready.code.wasm.identity);
                 h.num(plugin.memory_bytes as u64).num(plugin.deadline.as_micros() as u64);
