@@ -195,6 +195,27 @@ pub enum PluginAction {
         #[arg(long)]
         replace: bool,
     },
+    /// Call every hook of a plugin binary once on a turn and print their raw
+    /// answers as JSON (before proem validates them), with what each logged
+    /// and how long it took: no agent needed. The plugin is loaded and
+    /// sandboxed as a build loads it, with no grant; nothing is written or
+    /// kept. A stable or bootstrap hook sees no clock, channel or chat.
+    Run {
+        /// The plugin's .wasm file.
+        #[arg(value_name = "FILE.wasm")]
+        file: PathBuf,
+        /// The plugin's config: a .toml file (the [[plugins]] config table's
+        /// keys) or a JSON object [default: {}].
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// The turn, as JSON: any of agent_id, mode, provider, model,
+        /// channel, chat_kind, group_title, extra, now (RFC 3339), timezone,
+        /// budget_tokens, tools ([{name, description}]), files ([{name,
+        /// content}]) over a sample turn (a Telegram group in Berlin,
+        /// openai/gpt-5.1, four tools).
+        #[arg(long, value_name = "FILE")]
+        turn: Option<PathBuf>,
+    },
     /// Publish a plugin binary as an OCI artifact (one application/wasm
     /// layer, config application/vnd.wasm.config.v0+json), after checking it
     /// loads in this proem. Prints the sha256 to pin.

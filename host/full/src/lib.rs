@@ -8,5 +8,6 @@ pub mod check;
 pub mod download;
 pub mod install;
 pub mod oci;
+pub mod run;
 pub mod scaffold;
 pub mod templates;

@@ -156,6 +156,11 @@ fn run(cli: Cli) -> Result<Output, ProemError> {
                 .map_err(|e| ProemError::input("plugin push", e))?;
             Ok(format!("pushed {} to {}\nsha256 {}\n", file.display(), pushed.reference, pushed.sha256).into())
         }
+        Command::Plugin { action: PluginAction::Run { file, config, turn } } => {
+            let json = proem_full::run::run(&file, config.as_deref(), turn.as_deref())
+                .map_err(|e| ProemError::input("plugin run", e))?;
+            Ok(json.into())
+        }
         Command::Plugin { action: PluginAction::Check { file } } => {
             let report = check::check(&file);
             Ok(Output {

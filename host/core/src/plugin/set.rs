@@ -135,22 +135,9 @@ impl LoadedPlugin {
     }
 
     /// One hook call in this plugin's sandbox, ready to run (compiling the
-    /// plugin first if no call needed it yet). `describe` runs with no
-    /// grant: what a plugin says about itself depends on its binary alone.
-    #[allow(clippy::too_many_arguments)]
-    fn call(
-        &self,
-        code: &Code,
-        agent_dir: &Path,
-        now: Duration,
-        tokenizer: Tokenizer,
-        deadline: Duration,
-        request: Request,
-    ) -> PendingCall {
-        self.call_seeing(code, agent_dir, Sees::Turn(now), tokenizer, deadline, request)
-    }
-
-    /// [`LoadedPlugin::call`] seeing what `sees` says of the turn.
+    /// plugin first if no call needed it yet), seeing what `sees` says of
+    /// the turn. `describe` runs with no grant: what a plugin says about
+    /// itself depends on its binary alone.
     fn call_seeing(
         &self,
         code: &Code,
@@ -689,67 +676,111 @@ pub struct HookProbe {
     pub answer: Result<bool, String>,
 }
 
+/// What one hook answered when called directly (`proem plugin run`), raw.
+#[derive(Debug, Clone)]
+pub struct HookCall {
+    /// The hook's name (`stable`, `turn`, `bootstrap`, `sections`, `overlay`).
+    pub hook: &'static str,
+    /// Whether `describe` declares it.
+    pub declared: bool,
+    /// Its answer as the plugin gave it (before proem validates it), or why
+    /// the call failed.
+    pub answer: Result<Response, String>,
+    /// Warnings and errors it logged.
+    pub logs: Vec<LogLine>,
+    /// How long the call took, instantiation included.
+    pub elapsed: Duration,
+}
+
 impl PluginSet {
     /// Calls every hook of each loaded plugin's API version once, declared
     /// or not, with `ctx` and `files` (a sample turn): how `proem plugin
     /// check` finds a hook implemented but not declared, which proem would
     /// never call. Not used by builds.
     pub fn probe_hooks(&self, ctx: &BuildContext, files: &[BootstrapFile]) -> Vec<(String, Vec<HookProbe>)> {
+        let raw = raw_files(files);
+        self.call_hooks(ctx, files)
+            .into_iter()
+            .map(|(id, calls)| {
+                let probes = calls
+                    .into_iter()
+                    .map(|call| HookProbe {
+                        hook: call.hook,
+                        declared: call.declared,
+                        answer: match call.answer {
+                            Ok(Response::Sections(s)) => Ok(!s.is_empty()),
+                            Ok(Response::Overlay(o)) => Ok(o.is_some_and(|o| o != hooks::RawOverlay::default())),
+                            Ok(Response::Contribution(s, ends)) => {
+                                Ok(!s.is_empty() || ends != hooks::RawOverlay::default())
+                            }
+                            Ok(Response::Bootstrap(f)) => Ok(f != raw),
+                            Ok(Response::Info(_)) => Ok(false),
+                            Err(why) => Err(why),
+                        },
+                    })
+                    .collect();
+                (id, probes)
+            })
+            .collect()
+    }
+
+    /// Calls every hook of each loaded plugin's API version once, declared
+    /// or not, with `ctx` (its config set per plugin) and `files`, each in
+    /// its own sandbox as a build would (a stable or bootstrap hook sees no
+    /// clock), and gives each raw answer: `proem plugin run` and `proem
+    /// plugin check`. Nothing is memoised or kept. Not used by builds.
+    pub fn call_hooks(&self, ctx: &BuildContext, files: &[BootstrapFile]) -> Vec<(String, Vec<HookCall>)> {
         if !self.runtime.runs_code() {
             return Vec::new();
         }
         let raw = raw_files(files);
+        let (stable_files, turn_files): (Vec<RawFile>, Vec<RawFile>) =
+            raw.iter().cloned().partition(|f| group_of(&f.name) != FileGroup::Dynamic);
+        let now = Duration::from_secs(u64::try_from(ctx.unix_seconds).unwrap_or(0));
         let mut out = Vec::new();
         for plugin in &self.plugins {
             let Ok(ready) = &plugin.state else { continue };
             let info = &ready.info;
             let ctx = with_config(ctx, plugin);
-            let hooks: Vec<(&'static str, bool, Request)> = if ready.splits_zones() {
+            let stable_ctx = with_config(&blank_turn(&ctx), plugin);
+            let hooks: Vec<(&'static str, bool, Sees, Request)> = if ready.splits_zones() {
                 vec![
-                    ("stable", info.stable, Request::Stable(ctx.clone(), raw.clone())),
-                    ("turn", info.turn, Request::Turn(ctx.clone(), Vec::new())),
-                    ("bootstrap", info.bootstrap, Request::Bootstrap(ctx.clone(), raw.clone())),
+                    ("stable", info.stable, Sees::Stable, Request::Stable(stable_ctx.clone(), stable_files.clone())),
+                    ("turn", info.turn, Sees::Turn(now), Request::Turn(ctx.clone(), turn_files.clone())),
+                    ("bootstrap", info.bootstrap, Sees::Stable, Request::Bootstrap(stable_ctx, stable_files.clone())),
                 ]
             } else {
                 vec![
-                    ("sections", info.sections, Request::Sections(ctx.clone())),
-                    ("overlay", info.overlay, Request::Overlay(ctx.clone())),
-                    ("bootstrap", info.bootstrap, Request::Bootstrap(ctx.clone(), raw.clone())),
+                    ("sections", info.sections, Sees::Turn(now), Request::Sections(ctx.clone())),
+                    ("overlay", info.overlay, Sees::Turn(now), Request::Overlay(ctx.clone())),
+                    ("bootstrap", info.bootstrap, Sees::Turn(now), Request::Bootstrap(ctx.clone(), raw.clone())),
                 ]
             };
             let calls = hooks
                 .iter()
-                .map(|(_, _, request)| {
-                    let now = Duration::from_secs(u64::try_from(ctx.unix_seconds).unwrap_or(0));
-                    plugin.call(
+                .map(|(_, _, sees, request)| {
+                    plugin.call_seeing(
                         &ready.code,
                         &self.agent_dir,
-                        now,
+                        *sees,
                         Tokenizer::O200kBase,
                         plugin.deadline,
                         request.clone(),
                     )
                 })
                 .collect();
-            let probes = hooks
+            let answers = hooks
                 .iter()
                 .zip(self.runtime.run(calls, &mut || {}))
-                .map(|((hook, declared, _), outcome)| HookProbe {
+                .map(|((hook, declared, _, _), outcome)| HookCall {
                     hook,
                     declared: *declared,
-                    answer: match outcome.result {
-                        Ok(Response::Sections(s)) => Ok(!s.is_empty()),
-                        Ok(Response::Overlay(o)) => Ok(o.is_some_and(|o| o != hooks::RawOverlay::default())),
-                        Ok(Response::Contribution(s, ends)) => {
-                            Ok(!s.is_empty() || ends != hooks::RawOverlay::default())
-                        }
-                        Ok(Response::Bootstrap(f)) => Ok(f != raw),
-                        Ok(Response::Info(_)) => Ok(false),
-                        Err(f) => Err(f.describe()),
-                    },
+                    answer: outcome.result.map_err(|f| f.describe()),
+                    logs: outcome.logs,
+                    elapsed: outcome.elapsed,
                 })
                 .collect();
-            out.push((plugin.id.clone(), probes));
+            out.push((plugin.id.clone(), answers));
         }
         out
     }
