@@ -44,15 +44,16 @@ fn run(path: &Path, text: &mut String) -> Result<usize, String> {
     let (imports, exports) = binary::interfaces(&bytes);
     let _ = writeln!(text, "ok       imports: {}", if imports.is_empty() { "none".into() } else { imports.join(", ") });
     write_denied(text, &imports);
-    // Load it the way an agent would (no grants, default limits), from a
-    // scratch folder holding only a copy of it; what the loader says about
-    // the copy is said of the file itself.
+    // Load it the way an agent would (no grants, default limits, compiled
+    // through proem's cache, so the add and build that follow start warm),
+    // from a scratch folder holding only a copy of it; what the loader says
+    // about the copy is said of the file itself.
     let dir = tempfile::tempdir().map_err(|e| format!("cannot make a scratch folder: {e}"))?;
     std::fs::write(dir.path().join(SCRATCH_FILE), &bytes).map_err(|e| format!("cannot copy the plugin: {e}"))?;
     let config = PluginConfig { id: SCRATCH_ID.into(), path: Some(SCRATCH_FILE.into()), ..PluginConfig::default() };
     // The loader's own warning would say the same as the problem line, of the copy.
     let loaded = tracing::subscriber::with_default(tracing::subscriber::NoSubscriber::default(), || {
-        proem::load_plugins(&[config], dir.path(), None)
+        proem::load_plugins(&[config], dir.path(), proem_core::cache_dir::default_path().as_deref())
     });
     let set = loaded.map_err(|e| format!("{shown}: {}", of_the_file(&e.to_string())))?;
     let plugin = set.plugins().first().ok_or("nothing was loaded")?;

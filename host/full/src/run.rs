@@ -3,8 +3,9 @@
 //! agent needed. The end-to-end test of a plugin in any language.
 //!
 //! The plugin is loaded as a build loads one (the same checks, sandbox,
-//! limits and stubs, no grant) from a scratch folder holding a copy of it;
-//! nothing is written anywhere else and nothing is kept (no cache). Every
+//! limits and stubs, no grant) from a scratch folder holding a copy of it,
+//! compiled through proem's component cache; the hooks' answers are not
+//! kept, and nothing else is written. Every
 //! hook of its API version is called, declared or not, each in a fresh
 //! sandbox seeing what a build would show it: a stable or bootstrap hook
 //! sees no clock, channel or chat, and the stable files only.
@@ -80,7 +81,7 @@ pub fn run(file: &Path, config: Option<&Path>, turn: Option<&Path>) -> Result<St
     let entry =
         PluginConfig { id: "run".into(), path: Some("plugin.wasm".into()), config: table, ..PluginConfig::default() };
     let set = tracing::subscriber::with_default(tracing::subscriber::NoSubscriber::default(), || {
-        proem::load_plugins(&[entry], dir.path(), None)
+        proem::load_plugins(&[entry], dir.path(), proem_core::cache_dir::default_path().as_deref())
     })
     .map_err(|e| format!("{shown}: {e}"))?;
     let info = match set.plugins().first().map(|p| &p.state) {

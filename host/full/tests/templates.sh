@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# The plugin templates end to end, as an author runs them (CI runs this
+# after the test command, on the proem it built): for Python and JavaScript,
+# `proem plugin new`, install the pinned toolchain from its registry, the
+# native tests, build, `plugin check`, `plugin run`, `plugin add` into an
+# agent and `proem build` with the plugin's sections in the prompt.
+#
+# The toolchains come from PyPI and npm and are cached under
+# target/plugin-toolchains/ (pip's and npm's download caches), so a second
+# run installs from disk. A registry that cannot be reached FAILS the run:
+# nothing here is skipped. Each step's wall time is printed.
+set -euo pipefail
+cd "$(dirname "$0")/../../.."
+root="$(pwd)"
+proem="$root/target/release/proem"
+full="$root/target/release/proem-full"
+[ -x "$proem" ] && [ -x "$full" ] || { echo "templates: build proem first (cargo build --release)"; exit 1; }
+cache="$root/target/plugin-toolchains"
+mkdir -p "$cache"
+export PIP_CACHE_DIR="$cache/pip" npm_config_cache="$cache/npm" PIP_DISABLE_PIP_VERSION_CHECK=1
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+export PROEM_CACHE_DIR="$work/cache"
+passed=0
+failed=0
+
+step() {
+    local name="$1"
+    shift
+    local start end
+    start=$(date +%s.%N)
+    if "$@" > "$work/step.log" 2>&1; then
+        end=$(date +%s.%N)
+        printf 'templates: %-34s %6.1f s\n' "$name" "$(awk "BEGIN { print $end - $start }")"
+    else
+        cat "$work/step.log"
+        echo "templates: $name FAILED"
+        exit 1
+    fi
+}
+
+expect() {
+    local what="$1" file="$2" text="$3"
+    if grep -qF -- "$text" "$file"; then
+        passed=$((passed + 1))
+    else
+        failed=$((failed + 1))
+        echo "templates: $what: no \"$text\" in:"
+        cat "$file"
+    fi
+}
+
+cat > "$work/config.json" << 'EOF'
+{"note": "Be brief."}
+EOF
+cat > "$work/turn.json" << 'EOF'
+{"channel": "slack", "now": "2026-11-23T08:15:00+01:00", "timezone": "Europe/Berlin"}
+EOF
+
+for lang in python js; do
+    name="$lang-notes"
+    wasm="${name//-/_}.wasm"
+    dir="$work/$name"
+    step "$lang: plugin new" bash -c "cd '$work' && '$proem' plugin new $name --lang $lang --hooks stable,turn"
+    if [ "$lang" = python ]; then
+        step "$lang: install, build (build.sh)" sh "$dir/build.sh"
+        step "$lang: native tests (pytest)" bash -c "cd '$dir' && .venv/bin/python -m pytest -q"
+    else
+        step "$lang: install (npm install)" bash -c "cd '$dir' && npm install --no-audit --no-fund"
+        step "$lang: native tests (node --test)" bash -c "cd '$dir' && npm test"
+        step "$lang: build (npm run build)" bash -c "cd '$dir' && npm run build"
+    fi
+    printf 'templates: %s: %s is %s bytes\n' "$lang" "$wasm" "$(stat -c %s "$dir/$wasm")"
+    step "$lang: plugin check" bash -c "'$proem' plugin check '$dir/$wasm' > '$work/check.out'"
+    expect "$lang check" "$work/check.out" "ok       loads in this proem"
+    step "$lang: plugin run" bash -c "'$proem' plugin run '$dir/$wasm' --config '$work/config.json' --turn '$work/turn.json' > '$work/run.out'"
+    expect "$lang run" "$work/run.out" '"body": "## Note\nBe brief."'
+    expect "$lang run" "$work/run.out" 'This turn arrived on slack at 08:15.'
+    step "$lang: plugin add" "$proem" plugin add "$dir/$wasm" --into "$work/agent-$lang"
+    step "$lang: proem build (first)" bash -c "'$proem' build '$work/agent-$lang' --channel telegram --now 2026-11-23T08:15:00+01:00 > '$work/build.out'"
+    expect "$lang build" "$work/build.out" "## Note"
+    expect "$lang build" "$work/build.out" "This turn arrived on telegram"
+    step "$lang: proem build (warm)" bash -c "'$proem' build '$work/agent-$lang' --channel telegram --now 2026-11-23T08:15:00+01:00 > '$work/build2.out'"
+    cmp -s "$work/build.out" "$work/build2.out" && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "templates: $lang: the warm build differs"; }
+done
+
+echo "templates: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
