@@ -1,23 +1,32 @@
 #!/usr/bin/env bash
-# The plugin templates end to end, as an author runs them (CI runs this
-# after the test command, on the proem it built): for Python and JavaScript,
-# `proem plugin new`, install the pinned toolchain from its registry, the
-# native tests, build, `plugin check`, `plugin run`, `plugin add` into an
-# agent and `proem build` with the plugin's sections in the prompt.
+# The plugin templates end to end, as an author runs them (.ci/run calls
+# this after the test command, on the proem it built): for Python and
+# JavaScript, `proem plugin new`, the pinned toolchain from its registry,
+# the native tests, build, `plugin check`, `plugin run`, `plugin add` into
+# an agent and `proem build` with the plugin's sections in the prompt. (The
+# Rust template's same path is tests/plugins.rs
+# a_scaffolded_plugin_builds_on_its_own_and_loads.)
 #
-# The toolchains come from PyPI and npm and are cached under
-# target/plugin-toolchains/ (pip's and npm's download caches), so a second
-# run installs from disk. A registry that cannot be reached FAILS the run:
-# nothing here is skipped. Each step's wall time is printed.
+# Toolchains: each template's pinned requirements are installed the way its
+# own build does (a venv with pip; npm install), once, into
+# $PROEM_TOOLCHAINS (default target/plugin-toolchains/) under a folder named
+# by the hash of what is pinned, and the plugin folder links to it; pip's
+# and npm's download caches live there too. So a second run installs
+# nothing, and a new pin installs afresh. A registry that cannot be reached
+# FAILS the run: nothing here is skipped. Each step's wall time is printed;
+# the last line is `templates: N passed, N failed`.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 root="$(pwd)"
 proem="$root/target/release/proem"
 full="$root/target/release/proem-full"
 [ -x "$proem" ] && [ -x "$full" ] || { echo "templates: build proem first (cargo build --release)"; exit 1; }
-cache="$root/target/plugin-toolchains"
-mkdir -p "$cache"
-export PIP_CACHE_DIR="$cache/pip" npm_config_cache="$cache/npm" PIP_DISABLE_PIP_VERSION_CHECK=1
+for tool in python3 node npm; do
+    command -v "$tool" > /dev/null || { echo "templates: $tool is missing: the Python and JS templates need CPython 3.10+ with venv, Node.js 20+ and npm"; exit 1; }
+done
+toolchains="${PROEM_TOOLCHAINS:-$root/target/plugin-toolchains}"
+mkdir -p "$toolchains"
+export PIP_CACHE_DIR="$toolchains/pip" npm_config_cache="$toolchains/npm" PIP_DISABLE_PIP_VERSION_CHECK=1
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 export PROEM_CACHE_DIR="$work/cache"
@@ -50,6 +59,38 @@ expect() {
     fi
 }
 
+# The venv of a Python plugin's requirements.txt, made as its build.sh
+# makes one, kept under its hash; $1 is the plugin folder, linked to it.
+python_toolchain() {
+    local dir="$1" venv
+    venv="$toolchains/py-$(sha256sum "$dir/requirements.txt" | cut -c1-16)"
+    if [ ! -f "$venv/.complete" ]; then
+        rm -rf "$venv"
+        python3 -m venv "$venv" || { echo "templates: python3 -m venv failed (Debian: apt-get install python3-venv)"; return 1; }
+        "$venv/bin/pip" install --quiet -r "$dir/requirements.txt" \
+            || { echo "templates: pip could not install $dir/requirements.txt: is PyPI reachable?"; return 1; }
+        touch "$venv/.complete"
+    fi
+    ln -s "$venv" "$dir/.venv" || return 1
+}
+
+# The node_modules of a JS plugin's pinned devDependencies, installed by
+# npm once, kept under their hash; $1 is the plugin folder, linked to it.
+js_toolchain() {
+    local dir="$1" deps modules
+    deps="$(node -p "JSON.stringify(require('$dir/package.json').devDependencies)")"
+    modules="$toolchains/js-$(printf '%s' "$deps" | sha256sum | cut -c1-16)"
+    if [ ! -f "$modules/.complete" ]; then
+        rm -rf "$modules"
+        mkdir -p "$modules" || return 1
+        printf '{"private": true, "devDependencies": %s}\n' "$deps" > "$modules/package.json"
+        (cd "$modules" && npm install --no-audit --no-fund) \
+            || { echo "templates: npm could not install $deps: is the npm registry reachable?"; return 1; }
+        touch "$modules/.complete"
+    fi
+    ln -s "$modules/node_modules" "$dir/node_modules" || return 1
+}
+
 cat > "$work/config.json" << 'EOF'
 {"note": "Be brief."}
 EOF
@@ -63,10 +104,11 @@ for lang in python js; do
     dir="$work/$name"
     step "$lang: plugin new" bash -c "cd '$work' && '$proem' plugin new $name --lang $lang --hooks stable,turn"
     if [ "$lang" = python ]; then
-        step "$lang: install, build (build.sh)" sh "$dir/build.sh"
+        step "$lang: toolchain (pip, cached)" python_toolchain "$dir"
+        step "$lang: build (build.sh)" sh "$dir/build.sh"
         step "$lang: native tests (pytest)" bash -c "cd '$dir' && .venv/bin/python -m pytest -q"
     else
-        step "$lang: install (npm install)" bash -c "cd '$dir' && npm install --no-audit --no-fund"
+        step "$lang: toolchain (npm, cached)" js_toolchain "$dir"
         step "$lang: native tests (node --test)" bash -c "cd '$dir' && npm test"
         step "$lang: build (npm run build)" bash -c "cd '$dir' && npm run build"
     fi
