@@ -199,6 +199,18 @@ fn plugin_run_prints_the_hooks_raw_answers_for_a_config_and_a_turn() {
         .unwrap();
     let friendly: serde_json::Value = serde_json::from_slice(&friendly.stdout).unwrap();
     assert_ne!(friendly["hooks"][0]["output"], stable["output"]);
+    // --repeat N calls each hook N times: the median, least and most.
+    let repeated = full()
+        .current_dir(dir.path())
+        .args(["plugin", "run", "p.wasm", "--turn", "turn.json", "--repeat", "3"])
+        .output()
+        .unwrap();
+    let repeated: serde_json::Value = serde_json::from_slice(&repeated.stdout).unwrap();
+    for hook in repeated["hooks"].as_array().unwrap() {
+        assert_eq!(hook["calls"], 3, "{hook}");
+        let (least, median, most) = (&hook["least_us"], &hook["elapsed_us"], &hook["most_us"]);
+        assert!(least.as_u64() <= median.as_u64() && median.as_u64() <= most.as_u64(), "{hook}");
+    }
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 3, "plugin run wrote into the folder");
 }
 
@@ -250,4 +262,118 @@ fn plugin_new_writes_python_and_js_templates_with_pinned_toolchains() {
     assert!(String::from_utf8_lossy(&again.stderr).contains("already exists"));
     let lang = run(&["x", "--lang", "cobol"]);
     assert!(String::from_utf8_lossy(&lang.stderr).contains("--lang"), "{}", String::from_utf8_lossy(&lang.stderr));
+}
+
+/// An agent at `dir` whose one plugin `hw` is `wasm`, pinned.
+fn pinned_agent(dir: &std::path::Path, wasm: &[u8]) {
+    std::fs::create_dir_all(dir.join("plugins")).unwrap();
+    std::fs::write(dir.join("plugins/hw.wasm"), wasm).unwrap();
+    let pin = proem_core::digest::sha256_hex(wasm);
+    let config = format!("[agent]\nid = \"x\"\n\n[[plugins]]\nid = \"hw\"\npath = \"plugins/hw.wasm\"\nsha256 = \"{pin}\"\n");
+    std::fs::write(dir.join("proem.toml"), config).unwrap();
+}
+
+/// Waits until every file under `dirs` has settled (its digest may be
+/// kept, see proem_core::plugin::binary::SETTLED): a bounded wait.
+fn settle() {
+    std::thread::sleep(proem_core::plugin::binary::SETTLED + std::time::Duration::from_millis(200));
+}
+
+/// A warm build (same turn, a new assembler as a new process would make,
+/// caches warm) of an agent with a plugin reads none of the plugin's bytes:
+/// its digest is found again by the file's stat, its answers by the
+/// digest. Its prompt is the cold build's.
+#[test]
+fn a_warm_build_reads_no_byte_of_its_plugin() {
+    plugin_env();
+    let agent = tempfile::tempdir().unwrap();
+    pinned_agent(agent.path(), &guest_wasm("gpt5-overlay"));
+    settle();
+    let cold = proem::Assembler::open(agent.path(), None).unwrap();
+    let first = cold.build(&turn()).unwrap();
+    assert_eq!(plugin_status(&first, "hw"), "ok");
+    let warm = proem::Assembler::open(agent.path(), None).unwrap();
+    let second = warm.build(&turn()).unwrap();
+    let Ok(ready) = &warm.plugins().plugins()[0].state else { panic!("not loaded") };
+    assert!(!ready.binary_was_read(), "the warm build read the plugin file");
+    assert_eq!((first.stable, first.dynamic), (second.stable, second.dynamic));
+    // Bytes read later (a new turn needs the code) are those the build went
+    // by, or none: a file changed in place since is refused, never run.
+    let path = agent.path().join("plugins/hw.wasm");
+    let mut changed = guest_wasm("gpt5-overlay");
+    let last = changed.len() - 1;
+    changed[last] ^= 1;
+    std::fs::write(&path, &changed).unwrap();
+    // A model never built before: the stable hook must run.
+    let new_turn = proem::Turn { provider: Some("openai".into()), model: Some("gpt-5.1".into()), ..turn() };
+    let third = warm.build(&new_turn).unwrap();
+    assert_ne!(plugin_status(&third, "hw"), "ok");
+    let said = third.diagnostics.iter().map(|d| d.message.as_str()).collect::<Vec<_>>().join("\n");
+    assert!(said.contains("changed while proem ran"), "{said}");
+}
+
+/// The digest kept by stat never stands for other bytes: whatever write
+/// changes a settled, pinned plugin file (in place at the same size with
+/// its modification time put back, through a rename, truncated, grown, the
+/// same bytes rewritten), the next load takes the file's real digest (the
+/// pin refuses changed bytes; the same bytes load), and never runs bytes
+/// other than those the build went by.
+#[test]
+fn a_changed_plugin_file_is_never_taken_for_the_digest_kept_by_its_stat() {
+    plugin_env();
+    let original = guest_wasm("gpt5-overlay");
+    let mut next = xorshift(29);
+    type Change = fn(&std::path::Path, &[u8], &mut dyn FnMut() -> u64);
+    let changes: [(&str, Change); 5] = [
+        ("in place, same size, mtime put back", |path, bytes, rand| {
+            let mtime = std::fs::metadata(path).unwrap().modified().unwrap();
+            let mut changed = bytes.to_vec();
+            let at = (rand() as usize) % changed.len();
+            changed[at] ^= 1 + (rand() % 255) as u8;
+            std::fs::write(path, &changed).unwrap();
+            std::fs::File::options().write(true).open(path).unwrap().set_modified(mtime).unwrap();
+        }),
+        ("renamed over, mtime put back", |path, bytes, rand| {
+            let mtime = std::fs::metadata(path).unwrap().modified().unwrap();
+            let mut changed = bytes.to_vec();
+            let at = (rand() as usize) % changed.len();
+            changed[at] ^= 0x80;
+            let tmp = path.with_extension("tmp");
+            std::fs::write(&tmp, &changed).unwrap();
+            std::fs::File::options().write(true).open(&tmp).unwrap().set_modified(mtime).unwrap();
+            std::fs::rename(&tmp, path).unwrap();
+        }),
+        ("truncated", |path, bytes, rand| {
+            std::fs::write(path, &bytes[..(rand() as usize) % bytes.len()]).unwrap();
+        }),
+        ("grown", |path, bytes, rand| {
+            let mut grown = bytes.to_vec();
+            grown.extend((0..1 + rand() % 64).map(|_| 0u8));
+            std::fs::write(path, grown).unwrap();
+        }),
+        ("the same bytes rewritten", |path, bytes, _| std::fs::write(path, bytes).unwrap()),
+    ];
+    let agents: Vec<_> = changes.iter().map(|_| tempfile::tempdir().unwrap()).collect();
+    for agent in &agents {
+        pinned_agent(agent.path(), &original);
+    }
+    settle();
+    for (agent, (what, change)) in agents.iter().zip(changes) {
+        // Loaded once settled: its digest is kept by its stat.
+        let built = proem::Assembler::open(agent.path(), None).unwrap().build(&turn()).unwrap();
+        assert_eq!(plugin_status(&built, "hw"), "ok", "{what}");
+        let path = agent.path().join("plugins/hw.wasm");
+        change(&path, &original, &mut next);
+        let now = std::fs::read(&path).unwrap();
+        match proem::Assembler::open(agent.path(), None) {
+            Ok(assembler) => {
+                assert_eq!(now, original, "{what}: changed bytes passed the pin");
+                assert_eq!(plugin_status(&assembler.build(&turn()).unwrap(), "hw"), "ok", "{what}");
+            }
+            Err(e) => {
+                assert_ne!(now, original, "{what}: the same bytes were refused: {e}");
+                assert!(e.to_string().contains("the binary changed"), "{what}: {e}");
+            }
+        }
+    }
 }

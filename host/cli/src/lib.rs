@@ -215,6 +215,11 @@ pub enum PluginAction {
         /// openai/gpt-5.1, four tools).
         #[arg(long, value_name = "FILE")]
         turn: Option<PathBuf>,
+        /// Call every hook this many times (1-1000), one after another, each
+        /// in a fresh instance as builds do, and report the median, least
+        /// and most time a call took (`elapsed_us` is the median).
+        #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+        repeat: u32,
     },
     /// Publish a plugin binary as an OCI artifact (one application/wasm
     /// layer, config application/vnd.wasm.config.v0+json), after checking it

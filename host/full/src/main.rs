@@ -156,8 +156,8 @@ fn run(cli: Cli) -> Result<Output, ProemError> {
                 .map_err(|e| ProemError::input("plugin push", e))?;
             Ok(format!("pushed {} to {}\nsha256 {}\n", file.display(), pushed.reference, pushed.sha256).into())
         }
-        Command::Plugin { action: PluginAction::Run { file, config, turn } } => {
-            let json = proem_full::run::run(&file, config.as_deref(), turn.as_deref())
+        Command::Plugin { action: PluginAction::Run { file, config, turn, repeat } } => {
+            let json = proem_full::run::run(&file, config.as_deref(), turn.as_deref(), repeat)
                 .map_err(|e| ProemError::input("plugin run", e))?;
             Ok(json.into())
         }

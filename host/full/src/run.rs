@@ -18,6 +18,13 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use std::path::Path;
 
+/// The most rounds of calls `--repeat` makes.
+pub const MAX_REPEAT: u32 = 1000;
+
+fn micros(elapsed: std::time::Duration) -> u64 {
+    u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX)
+}
+
 /// The largest `--config` or `--turn` file read.
 pub const MAX_INPUT_BYTES: u64 = 4 * 1024 * 1024;
 
@@ -61,7 +68,10 @@ struct FileEntry {
 }
 
 /// Runs the plugin at `file` and gives the JSON to print.
-pub fn run(file: &Path, config: Option<&Path>, turn: Option<&Path>) -> Result<String, String> {
+/// Each hook is called `repeat` times (at least once), one round after
+/// another; the answers printed are the first round's, `elapsed_us` the
+/// median call.
+pub fn run(file: &Path, config: Option<&Path>, turn: Option<&Path>, repeat: u32) -> Result<String, String> {
     let shown = file.display().to_string();
     let bytes = proem_core::disk::read_regular_file(file, proem_core::plugin::set::MAX_PLUGIN_BYTES)
         .map_err(|e| format!("{shown}: cannot read: {e}"))?;
@@ -91,10 +101,19 @@ pub fn run(file: &Path, config: Option<&Path>, turn: Option<&Path>) -> Result<St
         }
         None => return Err(format!("{shown}: nothing was loaded")),
     };
-    let calls = set.call_hooks(&ctx, &files).into_iter().next().map(|(_, calls)| calls).unwrap_or_default();
+    let round = || set.call_hooks(&ctx, &files).into_iter().next().map(|(_, calls)| calls).unwrap_or_default();
+    let calls = round();
+    let mut times: Vec<Vec<u64>> = calls.iter().map(|call| vec![micros(call.elapsed)]).collect();
+    for _ in 1..repeat.clamp(1, MAX_REPEAT) {
+        for (time, call) in times.iter_mut().zip(round()) {
+            time.push(micros(call.elapsed));
+        }
+    }
     let hooks: Vec<Value> = calls
         .into_iter()
-        .map(|call| {
+        .zip(times)
+        .map(|(call, mut times)| {
+            times.sort_unstable();
             let (output, error) = match call.answer {
                 Ok(response) => (output_json(response), Value::Null),
                 Err(why) => (Value::Null, Value::String(why)),
@@ -105,7 +124,10 @@ pub fn run(file: &Path, config: Option<&Path>, turn: Option<&Path>) -> Result<St
                 "output": output,
                 "error": error,
                 "logs": call.logs.iter().map(|l| json!({"level": l.level.as_str().to_ascii_lowercase(), "message": l.message})).collect::<Vec<_>>(),
-                "elapsed_us": u64::try_from(call.elapsed.as_micros()).unwrap_or(u64::MAX),
+                "elapsed_us": times[times.len() / 2],
+                "calls": times.len(),
+                "least_us": times[0],
+                "most_us": times[times.len() - 1],
             })
         })
         .collect();

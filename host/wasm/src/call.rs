@@ -135,7 +135,9 @@ async fn dispatch(
             })
         }
         Bindings::V0_2(pre) => {
+            let instantiating = Instant::now();
             let plugin = pre.instantiate_async(&mut *store).await?;
+            tracing::debug!(instantiate_us = instantiating.elapsed().as_micros() as u64, "instantiated");
             store.data().clock.restart();
             let contribution = |(sections, overlay)| Response::Contribution(sections, overlay);
             Ok(match request {

@@ -20,6 +20,7 @@
 //! component cache) is the `proem-wasm` crate, behind [`runtime::Runtime`].
 
 pub mod answers;
+pub mod binary;
 pub mod call;
 pub mod hooks;
 pub mod runtime;

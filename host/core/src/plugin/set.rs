@@ -15,6 +15,8 @@ use crate::config::{PluginConfig, BUILTIN_IDS};
 use crate::error::ProemError;
 use crate::memo::KeyHasher;
 use crate::plugin::answers::{Answered, Answers, Described};
+pub use crate::plugin::binary::MAX_PLUGIN_BYTES;
+use crate::plugin::binary::Wasm;
 use crate::plugin::call::{CallLimits, Failure, Outcome, Request, Response};
 use crate::plugin::hooks::{self, BuildContext, OutputCaps, PluginInfo, RawFile};
 use crate::plugin::runtime::{LinkResult, Linked, PendingCall, Runtime};
@@ -82,19 +84,14 @@ struct Code {
 
 impl Code {
     fn linked(&self) -> Result<&Arc<dyn Linked>, String> {
-        let linked =
-            self.linked.get_or_init(|| self.runtime.link(&self.wasm.bytes, &self.api, self.cache_dir.as_deref()));
+        let linked = self.linked.get_or_init(|| {
+            let bytes = self.wasm.bytes()?;
+            self.runtime.link(&bytes, &self.api, self.cache_dir.as_deref())
+        });
         linked.as_ref().map(|(l, _)| l).map_err(Clone::clone)
     }
 }
 
-/// A plugin binary and what identifies it in keys kept on disk.
-struct Wasm {
-    bytes: Cow<'static, [u8]>,
-    /// `builtin:<name>` (the executable's identity covers its bytes) or the
-    /// SHA-256 of a file's bytes.
-    identity: String,
-}
 
 impl Ready {
     /// Compiles (through the component cache) and links the plugin's code
@@ -110,6 +107,13 @@ impl Ready {
             Ok((_, origin)) => Some(*origin == crate::plugin::runtime::Origin::Cached),
             Err(_) => None,
         }
+    }
+
+    /// Whether the binary's bytes were read in this process: a build whose
+    /// every answer is on disk reads none (its digest is kept by the
+    /// file's stat, see [`crate::plugin::binary`]).
+    pub fn binary_was_read(&self) -> bool {
+        self.code.wasm.was_read()
     }
 
     /// Whether two loaded plugins run the same code: the entries of one
@@ -301,19 +305,18 @@ impl PluginSet {
         cache_dir: Option<Arc<CacheDir>>,
         runtime: &'static dyn Runtime,
     ) -> Result<PluginSet, ProemError> {
+        // Identifying the runtime's executable costs a stat: only with plugins.
+        let answers = if configs.is_empty() { None } else { Answers::open(cache_dir.as_deref(), runtime.identity()) };
         let prepared: Vec<(LoadedPlugin, Result<Wasm, String>)> =
-            configs.iter().map(|c| prepare(c, agent_dir, runtime)).collect();
+            configs.iter().map(|c| prepare(c, agent_dir, runtime, answers.as_ref())).collect();
         // A pinned binary that changed never loads, required or not.
         for (config, (plugin, wasm)) in configs.iter().zip(&prepared) {
             if let (Some(pin), Ok(wasm)) = (&config.sha256, wasm) {
-                if wasm.bytes.is_empty() && !runtime.runs_code() {
+                if wasm.is_empty_builtin() && !runtime.runs_code() {
                     // A pinned built-in whose code this runtime does not carry.
                     return Err(ProemError::PluginCodeNeeded);
                 }
-                let digest = match wasm.identity.strip_prefix("sha256:") {
-                    Some(digest) => digest.to_string(),
-                    None => crate::digest::sha256_hex(&wasm.bytes),
-                };
+                let digest = wasm.digest();
                 if !digest.eq_ignore_ascii_case(pin) {
                     return Err(ProemError::Plugin {
                         id: plugin.id.clone(),
@@ -328,8 +331,6 @@ impl PluginSet {
                 }
             }
         }
-        // Identifying the runtime's executable costs a stat: only with plugins.
-        let answers = if prepared.is_empty() { None } else { Answers::open(cache_dir.as_deref(), runtime.identity()) };
         let empty = || PluginSet {
             plugins: Vec::new(),
             agent_dir: agent_dir.to_path_buf(),
@@ -1061,7 +1062,12 @@ fn apply_files(
 }
 
 /// Turns a config entry into a plugin record and its bytes (or why not).
-fn prepare(config: &PluginConfig, agent_dir: &Path, runtime: &dyn Runtime) -> (LoadedPlugin, Result<Wasm, String>) {
+fn prepare(
+    config: &PluginConfig,
+    agent_dir: &Path,
+    runtime: &dyn Runtime,
+    answers: Option<&Answers>,
+) -> (LoadedPlugin, Result<Wasm, String>) {
     let origin = match (&config.source, &config.path) {
         (Some(source), _) => source.clone(),
         (None, Some(path)) => path.clone(),
@@ -1091,47 +1097,15 @@ fn prepare(config: &PluginConfig, agent_dir: &Path, runtime: &dyn Runtime) -> (L
             if BUILTIN_IDS.contains(&name) {
                 // A runtime that runs no code carries none: the answers kept
                 // for `builtin:<name>` stand for it (see `Wasm::identity`).
-                let bytes = runtime.builtin(name).unwrap_or_default();
-                Ok(Wasm { bytes: Cow::Borrowed(bytes), identity: format!("builtin:{name}") })
+                Ok(Wasm::builtin(name, runtime.builtin(name).unwrap_or_default()))
             } else {
                 Err(format!("{source}: no such built-in plugin (built-in: {})", BUILTIN_IDS.join(", ")))
             }
         }
-        (None, Some(path)) => read_plugin_file(agent_dir, path).map(|bytes| Wasm {
-            identity: format!("sha256:{}", crate::digest::sha256_hex(&bytes)),
-            bytes: Cow::Owned(bytes),
-        }),
+        (None, Some(path)) => Wasm::open(agent_dir, path, answers),
         (None, None) => Err("no source or path".into()),
     };
     (plugin, wasm)
-}
-
-/// The largest plugin file proem reads (official plugins are ~150-250 KB).
-pub const MAX_PLUGIN_BYTES: u64 = 64 * 1024 * 1024;
-
-/// Reads a plugin file through a capability handle on the agent directory,
-/// like every other workspace read: a symlink or path that leaves the
-/// directory is refused, and so is a file over [`MAX_PLUGIN_BYTES`].
-fn read_plugin_file(agent_dir: &Path, path: &str) -> Result<Vec<u8>, String> {
-    use std::io::Read;
-    let shown = agent_dir.join(path).display().to_string();
-    let dir = cap_std::fs::Dir::open_ambient_dir(agent_dir, cap_std::ambient_authority())
-        .map_err(|e| format!("{}: cannot open the agent directory: {e}", agent_dir.display()))?;
-    // Opened without blocking, so a FIFO named as a plugin is refused by the
-    // regular-file check below instead of hanging `build` and `plugins`.
-    let file = dir
-        .open_with(path, &crate::disk::nonblocking_read())
-        .map_err(|e| format!("{shown}: cannot read the plugin: {e}"))?;
-    let meta = file.metadata().map_err(|e| format!("{shown}: {e}"))?;
-    if !meta.is_file() {
-        return Err(format!("{shown}: not a regular file"));
-    }
-    if meta.len() > MAX_PLUGIN_BYTES {
-        return Err(format!("{shown}: {} bytes, over the {} byte limit for a plugin", meta.len(), MAX_PLUGIN_BYTES));
-    }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.into_std().take(MAX_PLUGIN_BYTES).read_to_end(&mut bytes).map_err(|e| format!("{shown}: {e}"))?;
-    Ok(bytes)
 }
 
 /// The key of what `describe` said about `wasm`.
@@ -1207,7 +1181,7 @@ fn ready(described: Described, wasm: &Wasm, cache_dir: Option<&Arc<CacheDir>>, r
 fn code(api: String, wasm: &Wasm, cache_dir: Option<&Arc<CacheDir>>, runtime: &'static dyn Runtime) -> Code {
     Code {
         api,
-        wasm: Wasm { bytes: wasm.bytes.clone(), identity: wasm.identity.clone() },
+        wasm: wasm.clone(),
         cache_dir: cache_dir.cloned(),
         runtime,
         linked: OnceLock::new(),
@@ -1252,9 +1226,10 @@ fn open(
     answers: Option<&Answers>,
     runtime: &'static dyn Runtime,
 ) -> Result<Ready, String> {
-    let api = runtime.check(&wasm.bytes)?;
+    let bytes = wasm.bytes()?;
+    let api = runtime.check(&bytes)?;
     let code = code(api.clone(), wasm, cache_dir, runtime);
-    let _ = code.linked.set(Ok(runtime.link(&wasm.bytes, &api, cache_dir.map(|d| &**d))?));
+    let _ = code.linked.set(Ok(runtime.link(&bytes, &api, cache_dir.map(|d| &**d))?));
     let outcome = runtime.run(vec![describe(&code, agent_dir)], &mut || {}).remove(0);
     let info = match outcome.result {
         Ok(Response::Info(info)) => info,
