@@ -135,7 +135,8 @@ fn plugin_add_replace_repins_the_entry_and_keeps_every_other_line() {
     assert!(after.starts_with(operator));
     assert_eq!(done.sha256, new_pin);
     assert_eq!(std::fs::read(agent.path().join("plugins/hw.wasm")).unwrap(), second);
-    let names: Vec<_> = std::fs::read_dir(agent.path().join("plugins")).unwrap().map(|e| e.unwrap().file_name()).collect();
+    let names: Vec<_> =
+        std::fs::read_dir(agent.path().join("plugins")).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(names.len(), 1, "a temporary file was left: {names:?}");
     // The pinned agent builds with the new binary.
     let built = proem::Assembler::open(agent.path(), None).unwrap().build(&turn()).unwrap();
@@ -152,8 +153,8 @@ fn plugin_add_replace_refuses_an_entry_it_did_not_install() {
     for entry in ["source = \"builtin:gpt5-overlay\"", "path = \"other/p.wasm\""] {
         let config = format!("[[plugins]]\nid = \"hw\"\n{entry}\n");
         std::fs::write(agent.path().join("proem.toml"), &config).unwrap();
-        let err = proem_full::install::add_with(&dir.path().join("b.wasm"), agent.path(), Some("hw"), true)
-            .expect_err(entry);
+        let err =
+            proem_full::install::add_with(&dir.path().join("b.wasm"), agent.path(), Some("hw"), true).expect_err(entry);
         assert!(err.contains("--replace re-pins only"), "{err}");
         assert_eq!(std::fs::read_to_string(agent.path().join("proem.toml")).unwrap(), config);
         assert!(!agent.path().join("plugins").exists());
@@ -269,7 +270,8 @@ fn pinned_agent(dir: &std::path::Path, wasm: &[u8]) {
     std::fs::create_dir_all(dir.join("plugins")).unwrap();
     std::fs::write(dir.join("plugins/hw.wasm"), wasm).unwrap();
     let pin = proem_core::digest::sha256_hex(wasm);
-    let config = format!("[agent]\nid = \"x\"\n\n[[plugins]]\nid = \"hw\"\npath = \"plugins/hw.wasm\"\nsha256 = \"{pin}\"\n");
+    let config =
+        format!("[agent]\nid = \"x\"\n\n[[plugins]]\nid = \"hw\"\npath = \"plugins/hw.wasm\"\nsha256 = \"{pin}\"\n");
     std::fs::write(dir.join("proem.toml"), config).unwrap();
 }
 
@@ -376,4 +378,127 @@ fn a_changed_plugin_file_is_never_taken_for_the_digest_kept_by_its_stat() {
             }
         }
     }
+}
+
+/// `wasm` with a custom section `name` holding `data` appended: what the
+/// Python and JS templates' builds do with config.schema.json.
+fn with_section(wasm: &[u8], name: &str, data: &[u8]) -> Vec<u8> {
+    fn leb(mut n: usize, out: &mut Vec<u8>) {
+        loop {
+            let byte = (n & 0x7f) as u8;
+            n >>= 7;
+            out.push(if n == 0 { byte } else { byte | 0x80 });
+            if n == 0 {
+                break;
+            }
+        }
+    }
+    let mut body = Vec::new();
+    leb(name.len(), &mut body);
+    body.extend_from_slice(name.as_bytes());
+    body.extend_from_slice(data);
+    let mut out = wasm.to_vec();
+    out.push(0);
+    leb(body.len(), &mut out);
+    out.extend(body);
+    out
+}
+
+const PERSONALITY_SCHEMA: &str = r#"{"type": "object", "properties": {"personality": {"enum": ["off", "friendly"]},
+    "n": {"type": "integer", "minimum": 0, "maximum": 10}}, "additionalProperties": false}"#;
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+
+    /// An entry's config is checked against the schema its plugin declares
+    /// when the agent loads: a config the schema admits loads, any other
+    /// leaves the plugin out of every build with one message naming the
+    /// entry's proem.toml line, the config key and the schema keyword.
+    #[test]
+    fn a_config_is_checked_against_the_plugins_schema_at_load(
+        n in -5i64..15,
+        personality in proptest::sample::select(vec!["off", "friendly", "loud"]),
+        extra in proptest::option::of("[a-z]{1,6}"),
+    ) {
+        plugin_env();
+        let agent = tempfile::tempdir().unwrap();
+        let wasm = with_section(&guest_wasm("gpt5-overlay"), "proem:config-schema", PERSONALITY_SCHEMA.as_bytes());
+        std::fs::create_dir_all(agent.path().join("plugins")).unwrap();
+        std::fs::write(agent.path().join("plugins/p.wasm"), &wasm).unwrap();
+        let extra_line = extra.as_ref().filter(|k| *k != "n" && *k != "personality").map(|k| format!("{k} = 1\n")).unwrap_or_default();
+        let config = format!(
+            "[agent]\nid = \"x\"\n\n[[plugins]]\nid = \"p\"\npath = \"plugins/p.wasm\"\n\n[plugins.config]\npersonality = \"{personality}\"\nn = {n}\n{extra_line}"
+        );
+        std::fs::write(agent.path().join("proem.toml"), config).unwrap();
+        let admitted = (0..=10).contains(&n) && personality != "loud" && extra_line.is_empty();
+        let built = proem::Assembler::open(agent.path(), None).unwrap().build(&turn()).unwrap();
+        let said: Vec<&str> = built.diagnostics.iter().map(|d| d.message.as_str()).filter(|m| m.contains("does not match the schema")).collect();
+        if admitted {
+            prop_assert_eq!(plugin_status(&built, "p"), "ok");
+            prop_assert!(said.is_empty(), "{:?}", said);
+        } else {
+            prop_assert_ne!(plugin_status(&built, "p"), "ok");
+            prop_assert_eq!(said.len(), 1, "{:?}", said);
+            prop_assert!(said[0].contains("at line 5 of proem.toml"), "{}", said[0]);
+            if !(0..=10).contains(&n) {
+                prop_assert!(said[0].contains("config.n is ") && said[0].contains("/properties/n/m"), "{}", said[0]);
+            }
+            if personality == "loud" {
+                prop_assert!(said[0].contains("config.personality is \"loud\"") && said[0].contains("/properties/personality/enum"), "{}", said[0]);
+            }
+        }
+    }
+}
+
+/// A hostile or broken schema section never loads the plugin and never
+/// panics: the message names the section and where in the schema.
+#[test]
+fn a_schema_outside_proems_subset_is_refused_naming_the_section_and_the_path() {
+    plugin_env();
+    let deep = (0..40).fold(String::from("{}"), |inner, _| format!("{{\"items\": {inner}}}"));
+    let huge = format!("{{\"description\": \"{}\"}}", "x".repeat(70_000));
+    let cases: [(&str, &str); 5] = [
+        (r##"{"properties": {"a": {"$ref": "#"}}}"##, "/properties/a: `$ref` is not supported"),
+        (&deep, "nested deeper than 16 schemas"),
+        (&huge, "over the 65536 byte limit"),
+        ("not json", "not JSON"),
+        (r#"{"type": 1}"#, "/type: a type name"),
+    ];
+    for (schema, expected) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let wasm = with_section(&guest_wasm("gpt5-overlay"), "proem:config-schema", schema.as_bytes());
+        std::fs::write(dir.path().join("p.wasm"), &wasm).unwrap();
+        let out = full().current_dir(dir.path()).args(["plugin", "check", "p.wasm"]).output().unwrap();
+        let report = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{report}");
+        assert!(report.contains("proem:config-schema") && report.contains(expected), "{expected}: {report}");
+    }
+}
+
+/// `plugin check --config FILE` checks the file against the schema, naming
+/// --config, the key and the schema keyword; without a schema it says the
+/// config is not checked.
+#[test]
+fn plugin_check_config_checks_a_file_against_the_declared_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let wasm = with_section(&guest_wasm("gpt5-overlay"), "proem:config-schema", PERSONALITY_SCHEMA.as_bytes());
+    std::fs::write(dir.path().join("p.wasm"), &wasm).unwrap();
+    std::fs::write(dir.path().join("plain.wasm"), guest_wasm("gpt5-overlay")).unwrap();
+    std::fs::write(dir.path().join("good.toml"), "personality = \"friendly\"\n").unwrap();
+    std::fs::write(dir.path().join("bad.json"), r#"{"personality": "loud", "n": 99}"#).unwrap();
+    let check = |args: &[&str]| {
+        let out = full().current_dir(dir.path()).args(["plugin", "check"]).args(args).output().unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let (code, report) = check(&["p.wasm", "--config", "good.toml"]);
+    assert_eq!(code, Some(0), "{report}");
+    assert!(report.contains("--config good.toml matches the config schema"), "{report}");
+    let (code, report) = check(&["p.wasm", "--config", "bad.json"]);
+    assert_eq!(code, Some(1), "{report}");
+    assert!(report.contains("(--config) does not match"), "{report}");
+    assert!(report.contains("config.n is 99, over the maximum 10 (schema /properties/n/maximum)"), "{report}");
+    assert!(report.contains("config.personality is \"loud\""), "{report}");
+    let (code, report) = check(&["plain.wasm"]);
+    assert_eq!(code, Some(0), "{report}");
+    assert!(report.contains("declares no config schema"), "{report}");
 }

@@ -147,6 +147,11 @@ pub enum PluginAction {
         /// The plugin's .wasm file.
         #[arg(value_name = "FILE.wasm")]
         file: PathBuf,
+        /// A config to check against the schema the plugin declares (its
+        /// proem:config-schema section): a .toml file (the [[plugins]]
+        /// config table's keys) or a JSON object.
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
     },
     /// Fetch a plugin published as an OCI artifact (the Wasm component
     /// layout of wkg, Spin and wasmCloud) into AGENT_DIR/plugins/ and add its

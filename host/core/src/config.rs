@@ -853,6 +853,21 @@ pub struct PluginConfig {
     /// The SHA-256 (hex) the plugin's bytes must have: a pinned binary that
     /// changed fails to load (exit 1) naming both digests.
     pub sha256: Option<String>,
+    /// The line of the entry's `id` in the file it was read from, for
+    /// errors found when the plugin loads (its config against its schema).
+    #[serde(skip)]
+    pub line: SourceLine,
+}
+
+/// Where a value was read: not part of the value (any two are equal), so a
+/// config compares equal to itself read from anywhere.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SourceLine(pub Option<usize>);
+
+impl PartialEq for SourceLine {
+    fn eq(&self, _: &SourceLine) -> bool {
+        true
+    }
 }
 
 /// The largest config file proem reads.
@@ -919,6 +934,9 @@ impl Config {
             Some(preset) => with_preset(preset, source, path)?,
         };
         config.validate(source, path)?;
+        for plugin in &mut config.plugins {
+            plugin.line = SourceLine(locate_plugin(source, &plugin.id));
+        }
         config.active_layout = crate::layout::Layout::build(&config.layout, None).map_err(|e| {
             let line = locate_key(source, "layout", e.key)
                 .or_else(|| locate_table(source, &format!("layout.{}", e.key)))

@@ -16,10 +16,11 @@ pub struct CheckReport {
 
 /// Checks a plugin binary: a component, an API version this proem
 /// supports, only imports proem provides, `describe` answering, every hook
-/// it declares exported.
-pub fn check(path: &Path) -> CheckReport {
+/// it declares exported, and (with `config`, a `--config` file as `plugin
+/// run` reads one) that config against the schema the plugin declares.
+pub fn check(path: &Path, config: Option<&Path>) -> CheckReport {
     let mut text = String::new();
-    let ok = match run(path, &mut text) {
+    let ok = match run(path, config, &mut text) {
         Ok(problems) => problems == 0,
         Err(fatal) => {
             let _ = writeln!(text, "problem  {fatal}");
@@ -34,7 +35,7 @@ pub fn check(path: &Path) -> CheckReport {
 
 /// The checks, written to `text`: `Err` is a problem that stops them,
 /// `Ok` counts the problems found after loading.
-fn run(path: &Path, text: &mut String) -> Result<usize, String> {
+fn run(path: &Path, config_file: Option<&Path>, text: &mut String) -> Result<usize, String> {
     let shown = path.display().to_string();
     let bytes = proem_core::disk::read_regular_file(path, proem_core::plugin::set::MAX_PLUGIN_BYTES)
         .map_err(|e| format!("{shown}: cannot read: {e}"))?;
@@ -50,17 +51,38 @@ fn run(path: &Path, text: &mut String) -> Result<usize, String> {
     // about the copy is said of the file itself.
     let dir = tempfile::tempdir().map_err(|e| format!("cannot make a scratch folder: {e}"))?;
     std::fs::write(dir.path().join(SCRATCH_FILE), &bytes).map_err(|e| format!("cannot copy the plugin: {e}"))?;
-    let config = PluginConfig { id: SCRATCH_ID.into(), path: Some(SCRATCH_FILE.into()), ..PluginConfig::default() };
+    let table = config_file.map(crate::run::read_config).transpose()?;
+    let config = PluginConfig {
+        id: SCRATCH_ID.into(),
+        path: Some(SCRATCH_FILE.into()),
+        config: table,
+        ..PluginConfig::default()
+    };
     // The loader's own warning would say the same as the problem line, of the copy.
     let loaded = tracing::subscriber::with_default(tracing::subscriber::NoSubscriber::default(), || {
         proem::load_plugins(&[config], dir.path(), proem_core::cache_dir::default_path().as_deref())
     });
     let set = loaded.map_err(|e| format!("{shown}: {}", of_the_file(&e.to_string())))?;
     let plugin = set.plugins().first().ok_or("nothing was loaded")?;
-    let info = match &plugin.state {
-        Ok(ready) => ready.info.clone(),
+    let (info, schema) = match &plugin.state {
+        Ok(ready) => (ready.info.clone(), ready.config_schema.is_some()),
         Err(why) => return Err(format!("{shown}: does not load: {}", of_the_file(why))),
     };
+    let section = proem_core::plugin::config_schema::SECTION;
+    match (schema, config_file) {
+        (true, Some(file)) => {
+            let _ = writeln!(text, "ok       --config {} matches the config schema it declares", file.display());
+        }
+        (true, None) => {
+            let _ = writeln!(text, "ok       declares a config schema ({section}); an empty config matches it");
+        }
+        (false, _) => {
+            let _ = writeln!(
+                text,
+                "note     declares no config schema (custom section {section}): its [[plugins]] config is not checked"
+            );
+        }
+    }
     let _ = writeln!(
         text,
         "ok       describe: id {}, version {}, hooks {}, asks for {}",
@@ -141,7 +163,10 @@ const SCRATCH_ID: &str = "checked";
 /// the caller replaces with the real path.
 fn of_the_file(message: &str) -> String {
     let message = message.strip_prefix(&format!("{SCRATCH_FILE}: ")).unwrap_or(message);
-    message.replace(&format!("plugin {SCRATCH_ID} "), "the plugin ").replace(&format!("{SCRATCH_FILE}: "), "")
+    message
+        .replace(&format!("plugin {SCRATCH_ID} "), "the plugin ")
+        .replace(&format!("{SCRATCH_FILE}: "), "")
+        .replace(&format!("([[plugins]] id = {SCRATCH_ID:?} of proem.toml)"), "(--config)")
 }
 
 /// One line per kind of denial among the imports: the stubs and the

@@ -161,8 +161,8 @@ fn run(cli: Cli) -> Result<Output, ProemError> {
                 .map_err(|e| ProemError::input("plugin run", e))?;
             Ok(json.into())
         }
-        Command::Plugin { action: PluginAction::Check { file } } => {
-            let report = check::check(&file);
+        Command::Plugin { action: PluginAction::Check { file, config } } => {
+            let report = check::check(&file, config.as_deref());
             Ok(Output {
                 text: report.text,
                 failure: (!report.ok).then(|| format!("{}: the plugin has problems (listed above)", file.display())),

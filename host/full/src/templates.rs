@@ -36,6 +36,8 @@ pub fn python(name: &str, hooks: &[ScaffoldHook]) -> Vec<(&'static str, String)>
         ("app.py", python_app(name, hooks)),
         ("test_app.py", python_tests(hooks)),
         ("conftest.py", PY_CONFTEST.to_string()),
+        ("config.schema.json", CONFIG_SCHEMA.to_string()),
+        ("config.json", "{\"note\": \"Be brief.\"}\n".to_string()),
         ("requirements.txt", format!("componentize-py=={COMPONENTIZE_PY}\npytest=={PYTEST}\n")),
         ("build.sh", PY_BUILD.replace("{WASM}", &wasm)),
         (".gitignore", format!(".venv/\nbindings/\n__pycache__/\n{wasm}\n")),
@@ -50,6 +52,9 @@ pub fn javascript(name: &str, hooks: &[ScaffoldHook]) -> Vec<(&'static str, Stri
         ("wit/proem.wit", WIT.to_string()),
         ("app.js", js_app(name, hooks)),
         ("app.test.js", js_tests(hooks)),
+        ("config.schema.json", CONFIG_SCHEMA.to_string()),
+        ("config.json", "{\"note\": \"Be brief.\"}\n".to_string()),
+        ("stamp-schema.mjs", JS_STAMP.to_string()),
         (
             "package.json",
             JS_PACKAGE.replace("{NAME}", name).replace("{WASM}", &wasm).replace("{QJS}", COMPONENTIZE_QJS),
@@ -58,6 +63,40 @@ pub fn javascript(name: &str, hooks: &[ScaffoldHook]) -> Vec<(&'static str, Stri
         ("README.md", readme(name, &wasm, "JavaScript", JS_COMMANDS)),
     ]
 }
+
+/// The JSON Schema of the template's `[[plugins]] config` table, which its
+/// build appends to the component as the `proem:config-schema` section.
+const CONFIG_SCHEMA: &str = r#"{
+  "type": "object",
+  "properties": {
+    "note": { "type": "string", "maxLength": 2000, "description": "The note's text." }
+  },
+  "additionalProperties": false
+}
+"#;
+
+/// Appends config.schema.json to the component as the custom section
+/// `proem:config-schema` (JS; build.sh does the same in Python).
+const JS_STAMP: &str = r#"// Appends config.schema.json to the component as the custom section proem
+// reads the plugin's config schema from (proem:config-schema).
+import { appendFileSync, readFileSync } from "node:fs";
+
+const leb = (n) => {
+  const out = [];
+  do {
+    const byte = n & 0x7f;
+    n >>>= 7;
+    out.push(n ? byte | 0x80 : byte);
+  } while (n);
+  return Buffer.from(out);
+};
+const [wasm, schemaFile] = process.argv.slice(2);
+const schema = readFileSync(schemaFile);
+JSON.parse(schema); // a typo stops the build here, not at load
+const name = Buffer.from("proem:config-schema");
+const body = Buffer.concat([leb(name.length), name, schema]);
+appendFileSync(wasm, Buffer.concat([Buffer.from([0]), leb(body.length), body]));
+"#;
 
 /// The component file a template builds: the name with `_` for `-`.
 pub fn wasm_name(name: &str) -> String {
@@ -159,14 +198,14 @@ fn readme(name: &str, wasm: &str, language: &str, commands: &str) -> String {
 const PY_COMMANDS: &str =
     "sh build.sh                                   # .venv with the pinned toolchain, then {WASM}\n\
 .venv/bin/python -m pytest -q                 # the hooks' logic, natively\n\
-proem plugin check {WASM}\n\
+proem plugin check {WASM} --config config.json  # and the config against config.schema.json\n\
 proem plugin run {WASM} --config config.json  # the hooks' raw output, no agent needed\n\
 proem plugin add {WASM} --into ../my-agent\n";
 
 const JS_COMMANDS: &str = "npm install                                   # the pinned toolchain\n\
 npm test                                      # the hooks' logic, natively (node:test)\n\
-npm run build                                 # {WASM}\n\
-proem plugin check {WASM}\n\
+npm run build                                 # {WASM}, config.schema.json appended\n\
+proem plugin check {WASM} --config config.json  # and the config against config.schema.json\n\
 proem plugin add {WASM} --into ../my-agent\n";
 
 const PY_APP: &str = r###""""{NAME}: a proem plugin in Python, built with componentize-py.
@@ -183,13 +222,9 @@ import json
 from wit_world import exports
 from wit_world.imports import types
 
-# The JSON Schema of this plugin's `[[plugins]] config` table: what the
-# operator may set (documentation for now; see docs/plugins/README.md).
-CONFIG_SCHEMA = {
-    "type": "object",
-    "properties": {"note": {"type": "string", "maxLength": 2000}},
-    "additionalProperties": False,
-}
+# What the operator may set in `[[plugins]] config` is config.schema.json:
+# build.sh puts it into the component, and proem checks every agent's
+# config against it when it loads the plugin (docs/plugins/README.md).
 
 
 def section_after(anchor, section_id, body):
@@ -265,6 +300,28 @@ fi
 rm -rf bindings
 .venv/bin/componentize-py -d wit -w plugin bindings bindings
 .venv/bin/componentize-py -d wit -w plugin componentize app -o {WASM}
+# config.schema.json, appended as the custom section proem reads the
+# plugin's config schema from (proem:config-schema).
+.venv/bin/python - {WASM} config.schema.json << 'EOF'
+import json, sys
+
+
+def leb(n):
+    out = bytearray()
+    while True:
+        byte, n = n & 0x7F, n >> 7
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+wasm, schema = sys.argv[1], open(sys.argv[2], "rb").read()
+json.loads(schema)  # a typo stops the build here, not at load
+name = b"proem:config-schema"
+body = leb(len(name)) + name + schema
+with open(wasm, "ab") as f:
+    f.write(b"\0" + leb(len(body)) + body)
+EOF
 "###;
 
 const PY_TEST_HEAD: &str = r###"from app import Describe, Stable, Turn
@@ -322,7 +379,7 @@ const JS_PACKAGE: &str = r###"{
   "private": true,
   "type": "module",
   "scripts": {
-    "build": "componentize-qjs --wit wit --world plugin --js app.js --sync --opt-size -o {WASM}",
+    "build": "componentize-qjs --wit wit --world plugin --js app.js --sync --opt-size -o {WASM} && node stamp-schema.mjs {WASM} config.schema.json",
     "test": "node --test"
   },
   "devDependencies": {
@@ -339,13 +396,9 @@ const JS_APP: &str = r###"// {NAME}: a proem plugin in JavaScript, built with co
 // variants `{ tag, val }`, options `undefined` when absent). Throw to fail a
 // hook: the plugin is left out of that build with the message as a diagnostic.
 
-// The JSON Schema of this plugin's `[[plugins]] config` table: what the
-// operator may set (documentation for now; see docs/plugins/README.md).
-export const CONFIG_SCHEMA = {
-  type: "object",
-  properties: { note: { type: "string", maxLength: 2000 } },
-  additionalProperties: false,
-};
+// What the operator may set in `[[plugins]] config` is config.schema.json:
+// `npm run build` puts it into the component, and proem checks every
+// agent's config against it when it loads the plugin (docs/plugins/README.md).
 
 /** A section placed just after the core section `anchor`. */
 function sectionAfter(anchor, id, body) {

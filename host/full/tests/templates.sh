@@ -94,6 +94,9 @@ js_toolchain() {
 cat > "$work/config.json" << 'EOF'
 {"note": "Be brief."}
 EOF
+cat > "$work/bad-config.json" << 'EOF'
+{"note": "Be brief.", "colour": "red"}
+EOF
 cat > "$work/turn.json" << 'EOF'
 {"channel": "slack", "now": "2026-11-23T08:15:00+01:00", "timezone": "Europe/Berlin"}
 EOF
@@ -113,8 +116,12 @@ for lang in python js; do
         step "$lang: build (npm run build)" bash -c "cd '$dir' && npm run build"
     fi
     printf 'templates: %s: %s is %s bytes\n' "$lang" "$wasm" "$(stat -c %s "$dir/$wasm")"
-    step "$lang: plugin check" bash -c "'$proem' plugin check '$dir/$wasm' > '$work/check.out'"
+    step "$lang: plugin check --config" bash -c "'$proem' plugin check '$dir/$wasm' --config '$work/config.json' > '$work/check.out'"
     expect "$lang check" "$work/check.out" "ok       loads in this proem"
+    expect "$lang check" "$work/check.out" "matches the config schema it declares"
+    # The schema the build appended is the one proem checks configs against.
+    "$proem" plugin check "$dir/$wasm" --config "$work/bad-config.json" > "$work/bad.out" 2> /dev/null || true
+    expect "$lang schema" "$work/bad.out" "config.colour is not a setting of this plugin (it takes: note) (schema /additionalProperties)"
     step "$lang: plugin run" bash -c "'$proem' plugin run '$dir/$wasm' --config '$work/config.json' --turn '$work/turn.json' > '$work/run.out'"
     expect "$lang run" "$work/run.out" '"body": "## Note\nBe brief."'
     expect "$lang run" "$work/run.out" 'This turn arrived on slack at 08:15.'

@@ -99,6 +99,34 @@ pub fn check(bytes: &[u8]) -> Result<String, String> {
     Ok(version)
 }
 
+/// The bytes of the plugin's config schema section
+/// ([`proem_core::plugin::config_schema::SECTION`], in the component or in
+/// one of its modules), if it has one; more than one, or one over
+/// [`MAX_SCHEMA_BYTES`](proem_core::plugin::config_schema::MAX_SCHEMA_BYTES),
+/// is refused. Never panics, whatever the bytes.
+pub fn config_schema(bytes: &[u8]) -> Result<Option<Vec<u8>>, String> {
+    use proem_core::plugin::config_schema::{MAX_SCHEMA_BYTES, SECTION};
+    let mut found: Option<Vec<u8>> = None;
+    for payload in wasmparser::Parser::new(0).parse_all(bytes) {
+        if let wasmparser::Payload::CustomSection(reader) = payload.map_err(|e| format!("malformed component: {e}"))? {
+            if reader.name() != SECTION {
+                continue;
+            }
+            if found.is_some() {
+                return Err(format!("its config schema: more than one {SECTION} custom section"));
+            }
+            if reader.data().len() > MAX_SCHEMA_BYTES {
+                return Err(format!(
+                    "its config schema ({SECTION}): {} bytes, over the {MAX_SCHEMA_BYTES} byte limit",
+                    reader.data().len()
+                ));
+            }
+            found = Some(reader.data().to_vec());
+        }
+    }
+    Ok(found)
+}
+
 /// What a failure to link says: the import wasmtime named (a label), and
 /// the fix. Every import a component may have is offered (see
 /// [`check`]), so what is left is an import whose types differ from

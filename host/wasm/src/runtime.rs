@@ -37,6 +37,10 @@ impl Runtime for Wasmtime {
         crate::binary::check(wasm)
     }
 
+    fn config_schema(&self, wasm: &[u8]) -> Result<Option<Vec<u8>>, String> {
+        crate::binary::config_schema(wasm)
+    }
+
     fn link(&self, wasm: &[u8], api: &str, cache_dir: Option<&CacheDir>) -> LinkResult {
         let engine = engine::get()?;
         let (component, origin) = cache::load_or_compile(&engine.engine, wasm, cache_dir)?;

@@ -80,6 +80,10 @@ pub struct Described {
     pub api: String,
     /// The plugin's answer, as validated at the time.
     pub info: PluginInfo,
+    /// The config schema the binary declares (checked when it was read),
+    /// see [`crate::plugin::config_schema`].
+    #[serde(default)]
+    pub config_schema: Option<String>,
 }
 
 /// A hook's successful answer with what the plugin logged.

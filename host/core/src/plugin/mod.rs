@@ -22,6 +22,7 @@
 pub mod answers;
 pub mod binary;
 pub mod call;
+pub mod config_schema;
 pub mod hooks;
 pub mod runtime;
 pub mod sandbox;

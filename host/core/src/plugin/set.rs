@@ -15,9 +15,10 @@ use crate::config::{PluginConfig, BUILTIN_IDS};
 use crate::error::ProemError;
 use crate::memo::KeyHasher;
 use crate::plugin::answers::{Answered, Answers, Described};
-pub use crate::plugin::binary::MAX_PLUGIN_BYTES;
 use crate::plugin::binary::Wasm;
+pub use crate::plugin::binary::MAX_PLUGIN_BYTES;
 use crate::plugin::call::{CallLimits, Failure, Outcome, Request, Response};
+use crate::plugin::config_schema::Schema;
 use crate::plugin::hooks::{self, BuildContext, OutputCaps, PluginInfo, RawFile};
 use crate::plugin::runtime::{LinkResult, Linked, PendingCall, Runtime};
 use crate::plugin::sandbox::{Grants, LogLine, Sandbox, View};
@@ -69,6 +70,8 @@ pub struct LoadedPlugin {
 pub struct Ready {
     /// What it said about itself.
     pub info: PluginInfo,
+    /// The config schema its binary declares, checked.
+    pub config_schema: Option<Arc<Schema>>,
     code: Arc<Code>,
 }
 
@@ -91,7 +94,6 @@ impl Code {
         linked.as_ref().map(|(l, _)| l).map_err(Clone::clone)
     }
 }
-
 
 impl Ready {
     /// Compiles (through the component cache) and links the plugin's code
@@ -343,6 +345,7 @@ impl PluginSet {
         }
         let _span = tracing::info_span!("load_plugins", count = prepared.len()).entered();
         let (binaries, binary_of) = distinct_binaries(&prepared);
+        let configs_by_id: HashMap<&str, &PluginConfig> = configs.iter().map(|c| (c.id.as_str(), c)).collect();
         let states = open_binaries(&binaries, cache_dir.as_ref(), agent_dir, answers.as_ref(), runtime)?;
         let mut plugins: Vec<LoadedPlugin> = Vec::with_capacity(prepared.len());
         for ((mut plugin, wasm), binary) in prepared.into_iter().zip(binary_of) {
@@ -351,6 +354,10 @@ impl PluginSet {
                 (Ok(_), Some(i)) => states[i].clone().map_err(|e| format!("{}: {e}", plugin.origin)),
                 (Ok(_), None) => Err("no binary".into()),
             };
+            let state = state.and_then(|ready| match &ready.config_schema {
+                Some(schema) => config_matches(schema, &plugin, configs_by_id.get(plugin.id.as_str())).map(|()| ready),
+                None => Ok(ready),
+            });
             if let Err(why) = &state {
                 if plugin.required {
                     return Err(ProemError::Plugin {
@@ -1108,6 +1115,26 @@ fn prepare(
     (plugin, wasm)
 }
 
+/// Whether an entry's config matches its plugin's schema; if not, every
+/// problem (at most [`crate::plugin::config_schema::MAX_PROBLEMS`]) with
+/// where it is: the entry's line in proem.toml, the key in the config, the
+/// keyword in the schema.
+fn config_matches(schema: &Schema, plugin: &LoadedPlugin, config: Option<&&PluginConfig>) -> Result<(), String> {
+    let value: serde_json::Value = serde_json::from_str(&plugin.config_json).unwrap_or_default();
+    let problems = schema.check(&value);
+    if problems.is_empty() {
+        return Ok(());
+    }
+    let line = config.and_then(|c| c.line.0).map(|n| format!(" at line {n}")).unwrap_or_default();
+    let listed: Vec<String> = problems.iter().map(ToString::to_string).collect();
+    Err(format!(
+        "its config ([[plugins]] id = {:?}{line} of proem.toml) does not match the schema the plugin declares: {}; \
+         fix the config (proem plugin check FILE.wasm --config FILE says the same)",
+        plugin.id,
+        listed.join("; ")
+    ))
+}
+
 /// The key of what `describe` said about `wasm`.
 fn describe_key(answers: &Answers, wasm: &Wasm) -> u128 {
     answers.key(|h| {
@@ -1174,18 +1201,21 @@ fn open_binaries(
 /// A plugin ready to run, from what `describe` said; compiled when a call
 /// needs it.
 fn ready(described: Described, wasm: &Wasm, cache_dir: Option<&Arc<CacheDir>>, runtime: &'static dyn Runtime) -> Ready {
-    Ready { info: described.info, code: Arc::new(code(described.api, wasm, cache_dir, runtime)) }
+    // Checked before it was kept: a schema that no longer parses (another
+    // proem's subset) is dropped with a warning rather than trusted.
+    let config_schema = described.config_schema.as_deref().and_then(|text| match Schema::parse(text.as_bytes()) {
+        Ok(schema) => Some(Arc::new(schema)),
+        Err(why) => {
+            tracing::warn!("a kept config schema no longer parses ({why}); not checked");
+            None
+        }
+    });
+    Ready { info: described.info, config_schema, code: Arc::new(code(described.api, wasm, cache_dir, runtime)) }
 }
 
 /// A binary's code, not compiled yet.
 fn code(api: String, wasm: &Wasm, cache_dir: Option<&Arc<CacheDir>>, runtime: &'static dyn Runtime) -> Code {
-    Code {
-        api,
-        wasm: wasm.clone(),
-        cache_dir: cache_dir.cloned(),
-        runtime,
-        linked: OnceLock::new(),
-    }
+    Code { api, wasm: wasm.clone(), cache_dir: cache_dir.cloned(), runtime, linked: OnceLock::new() }
 }
 
 /// The name `describe`'s sandbox runs under: it seeds the call's
@@ -1228,6 +1258,15 @@ fn open(
 ) -> Result<Ready, String> {
     let bytes = wasm.bytes()?;
     let api = runtime.check(&bytes)?;
+    let config_schema = match runtime.config_schema(&bytes)? {
+        Some(section) => {
+            let schema = Schema::parse(&section).map_err(|why| {
+                format!("its config schema (custom section {}) {why}", crate::plugin::config_schema::SECTION)
+            })?;
+            Some((String::from_utf8_lossy(&section).into_owned(), Arc::new(schema)))
+        }
+        None => None,
+    };
     let code = code(api.clone(), wasm, cache_dir, runtime);
     let _ = code.linked.set(Ok(runtime.link(&bytes, &api, cache_dir.map(|d| &**d))?));
     let outcome = runtime.run(vec![describe(&code, agent_dir)], &mut || {}).remove(0);
@@ -1236,9 +1275,10 @@ fn open(
         Ok(_) => return Err("describe answered with the wrong hook".into()),
         Err(f) => return Err(format!("describe {}", f.describe())),
     };
-    let described = Described { api, info };
+    let (text, config_schema) = config_schema.unzip();
+    let described = Described { api, info, config_schema: text };
     if let Some(answers) = answers {
         answers.put(describe_key(answers, wasm), &described);
     }
-    Ok(Ready { info: described.info, code: Arc::new(code) })
+    Ok(Ready { info: described.info, config_schema, code: Arc::new(code) })
 }
