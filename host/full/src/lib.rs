@@ -10,4 +10,3 @@ pub mod install;
 pub mod oci;
 pub mod run;
 pub mod scaffold;
-pub mod templates;

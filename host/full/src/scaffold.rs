@@ -4,6 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod templates;
+
 /// What a new plugin does, one piece per `--hooks` name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ScaffoldHook {
@@ -57,7 +59,7 @@ impl Lang {
 
     /// What to run next in the new folder, one command a line.
     pub fn next_steps(self, name: &str) -> String {
-        let wasm = crate::templates::wasm_name(name);
+        let wasm = templates::wasm_name(name);
         match self {
             Lang::Rust => format!(
                 "  cargo build --release --target wasm32-wasip2\n  proem plugin check target/wasm32-wasip2/release/{wasm}\n"
@@ -88,8 +90,8 @@ pub fn new_plugin_in(
     }
     let hooks: Vec<ScaffoldHook> = if hooks.is_empty() { vec![ScaffoldHook::Sections] } else { hooks.to_vec() };
     let files = match lang {
-        Lang::Python => crate::templates::python(name, &hooks),
-        _ => crate::templates::javascript(name, &hooks),
+        Lang::Python => templates::python(name, &hooks),
+        _ => templates::javascript(name, &hooks),
     };
     let dir = make_dir(parent, name)?;
     std::fs::create_dir(dir.join("wit")).map_err(|e| format!("{}: {e}", dir.join("wit").display()))?;

@@ -15,11 +15,11 @@
 //! of the WIT world must exist) and are not declared, so proem never calls
 //! them.
 
-use crate::scaffold::ScaffoldHook;
+use super::ScaffoldHook;
 
 /// The plugin API's WIT, copied into every Python and JS plugin (the
 /// toolchains build from it as it is).
-pub const WIT: &str = include_str!("../../../wit/0.2.0/proem.wit");
+pub const WIT: &str = include_str!("../../../../wit/0.2.0/proem.wit");
 
 /// The pinned componentize-py (PyPI).
 pub const COMPONENTIZE_PY: &str = "0.25.1";
