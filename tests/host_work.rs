@@ -63,8 +63,8 @@ fn agent() -> Agent {
 }
 
 fn configure(agent: &Agent, calls: &str) {
-    // The turn hook: its answers are never kept on disk, so every process
-    // runs the plugin.
+    // The turn hook; every build is a new turn (see `build`), so every
+    // process runs the plugin.
     let entry = fixture("calls", "host_calls", &format!("calls = \"{calls}\", zone = \"dynamic\""));
     let entry = with_deadline(&entry, Some(DEADLINE_MS as u32))
         .replace("path =", &format!("grants = [\"workspace-read\"]\nmemory_mib = {MEMORY_MIB}\npath ="));
@@ -83,8 +83,13 @@ struct Run {
 // The child is reaped by wait4, which also reports its peak RSS.
 #[allow(clippy::zombie_processes)]
 fn build(agent: &Agent) -> Run {
+    // A new turn each time: a turn's answers are kept on disk, and this
+    // measures the call.
+    static TURN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let turn = TURN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let now = format!("2026-11-21T09:{:02}:{:02}Z", (turn / 60) % 60, turn % 60);
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_proem-full"))
-        .args(["build", agent.path().to_str().unwrap(), "--format", "json", "--now", "2026-11-21T09:30:00Z"])
+        .args(["build", agent.path().to_str().unwrap(), "--format", "json", "--now", &now])
         .env("PROEM_CACHE_DIR", plugin_env())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())

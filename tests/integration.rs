@@ -7,6 +7,7 @@ mod common;
 
 mod architecture;
 mod arithmetic;
+mod authoring;
 mod budget;
 mod cache_boundary;
 mod caching;

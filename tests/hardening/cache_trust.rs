@@ -218,6 +218,10 @@ fn answer_entries(dir: &Path) -> Vec<(PathBuf, u128)> {
 #[test]
 fn entries_forged_swapped_or_copied_from_another_folder_are_misses() {
     let agent = agent("Original.");
+    // Both folders below must hold the same entries: a plugin file's digest
+    // is kept only once the file has settled, so let it settle before the
+    // first build (a bounded wait).
+    std::thread::sleep(proem_core::plugin::binary::SETTLED + std::time::Duration::from_millis(200));
     let (expected, expected_tokens) = uncached(&agent);
     let ours = tempfile::tempdir().unwrap();
     let theirs = tempfile::tempdir().unwrap();

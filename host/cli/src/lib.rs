@@ -182,6 +182,11 @@ pub enum PluginAction {
         /// The plugin's .wasm file.
         #[arg(value_name = "FILE.wasm")]
         file: PathBuf,
+        /// A config to check against the schema the plugin declares (its
+        /// proem:config-schema section): a .toml file (the [[plugins]]
+        /// config table's keys) or a JSON object.
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
     },
     /// Fetch a plugin published as an OCI artifact (the Wasm component
     /// layout of wkg, Spin and wasmCloud) into AGENT_DIR/plugins/ and add its
@@ -212,7 +217,9 @@ pub enum PluginAction {
     /// Add a local plugin binary to an agent: copies it to
     /// AGENT_DIR/plugins/ and appends its [[plugins]] entry, sha256 pinned,
     /// to proem.toml (the folder is created if missing). The binary is
-    /// checked first; nothing existing is overwritten.
+    /// checked first; nothing existing is overwritten (but with --replace).
+    /// Then it is compiled into proem's cache and described, so the next
+    /// build starts warm.
     Add {
         /// The plugin's .wasm file.
         #[arg(value_name = "FILE.wasm")]
@@ -223,6 +230,36 @@ pub enum PluginAction {
         /// The plugin id in proem.toml (default: from the file name).
         #[arg(long, value_name = "ID")]
         id: Option<String>,
+        /// Re-pin an entry with this id: replace its plugins/ file with this
+        /// binary and update its sha256 line in place (an author rebuilding).
+        #[arg(long)]
+        replace: bool,
+    },
+    /// Call every hook of a plugin binary once on a turn and print their raw
+    /// answers as JSON (before proem validates them), with what each logged
+    /// and how long it took: no agent needed. The plugin is loaded and
+    /// sandboxed as a build loads it, with no grant; nothing is written or
+    /// kept. A stable or bootstrap hook sees no clock, channel or chat.
+    Run {
+        /// The plugin's .wasm file.
+        #[arg(value_name = "FILE.wasm")]
+        file: PathBuf,
+        /// The plugin's config: a .toml file (the [[plugins]] config table's
+        /// keys) or a JSON object [default: {}].
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// The turn, as JSON: any of agent_id, mode, provider, model,
+        /// channel, chat_kind, group_title, extra, now (RFC 3339), timezone,
+        /// budget_tokens, tools ([{name, description}]), files ([{name,
+        /// content}]) over a sample turn (a Telegram group in Berlin,
+        /// openai/gpt-5.1, four tools).
+        #[arg(long, value_name = "FILE")]
+        turn: Option<PathBuf>,
+        /// Call every hook this many times (1-1000), one after another, each
+        /// in a fresh instance as builds do, and report the median, least
+        /// and most time a call took (`elapsed_us` is the median).
+        #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+        repeat: u32,
     },
     /// Publish a plugin binary as an OCI artifact (one application/wasm
     /// layer, config application/vnd.wasm.config.v0+json), after checking it
@@ -237,14 +274,21 @@ pub enum PluginAction {
         #[command(flatten)]
         timeouts: RegistryTimeouts,
     },
-    /// Create a standalone plugin crate NAME in the current folder: its own
-    /// rust-toolchain.toml (with the wasm32-wasip2 target), a cdylib,
-    /// proem-sdk, and the hooks asked for. Build it with
-    /// `cargo build --release --target wasm32-wasip2`.
+    /// Create a plugin NAME in a new folder of the current one, with the
+    /// hooks asked for (the others no-ops) and a native test of each. Rust
+    /// (default): a crate with its own rust-toolchain.toml (with the
+    /// wasm32-wasip2 target), a cdylib and proem-sdk; build it with `cargo
+    /// build --release --target wasm32-wasip2`. Python: componentize-py
+    /// from PyPI, pinned in requirements.txt; build with `sh build.sh`, test
+    /// with pytest. JavaScript: componentize-qjs (QuickJS) from npm, pinned
+    /// in package.json; `npm install`, `npm test`, `npm run build`.
     New {
         /// The crate and plugin name (a-z, 0-9, -, _).
         #[arg(value_name = "NAME")]
         name: String,
+        /// The plugin's language: rust, python or js.
+        #[arg(long, value_name = "LANG", default_value = "rust")]
+        lang: String,
         /// What to implement, comma-separated: stable (a section above the
         /// cache boundary; `sections` is the same), overlay (a prefix for one
         /// provider, also stable), turn (a section below the boundary, with

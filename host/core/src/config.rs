@@ -860,6 +860,21 @@ pub struct PluginConfig {
     /// about it; `None` for entries not read from a file.
     #[serde(skip)]
     pub declared_at: Option<String>,
+    /// The line of the entry's `id` in the file it was read from, for
+    /// errors found when the plugin loads (its config against its schema).
+    #[serde(skip)]
+    pub line: SourceLine,
+}
+
+/// Where a value was read: not part of the value (any two are equal), so a
+/// config compares equal to itself read from anywhere.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SourceLine(pub Option<usize>);
+
+impl PartialEq for SourceLine {
+    fn eq(&self, _: &SourceLine) -> bool {
+        true
+    }
 }
 
 /// The largest config file proem reads.
@@ -931,6 +946,7 @@ impl Config {
                 Some(line) => format!("{}:{line}", path.display()),
                 None => path.display().to_string(),
             });
+            plugin.line = SourceLine(locate_plugin(source, &plugin.id));
         }
         config.active_layout = crate::layout::Layout::build(&config.layout, None).map_err(|e| {
             let line = locate_key(source, "layout", e.key)

@@ -48,6 +48,14 @@ pub struct Plan {
     agent_dir: PathBuf,
     /// The plugin file's name in `plugins/`.
     file_name: String,
+    /// Whether an entry with this id may be re-pinned (`--replace`).
+    replace: bool,
+}
+
+/// What `--replace` found to re-pin: the entry's pin, if any.
+#[derive(Debug)]
+struct Repin {
+    old_sha256: Option<String>,
 }
 
 /// Checks that `id` can be added to the agent at `agent_dir` (created when
@@ -55,12 +63,21 @@ pub struct Plan {
 /// nothing on the way a symlink. Reads only; [`Plan::install`] checks
 /// again through the descriptors it writes with.
 pub fn plan(agent_dir: &Path, id: &str) -> Result<Plan, String> {
+    plan_with(agent_dir, id, false)
+}
+
+/// [`plan`], and with `replace`, an entry with this id may exist: its
+/// plugin file (`plugins/<name>.wasm`, as `plugin add` wrote it) is
+/// replaced and its `sha256` pin updated in place (`plugin add --replace`,
+/// the author's loop). Every other line of proem.toml stays as it is.
+pub fn plan_with(agent_dir: &Path, id: &str, replace: bool) -> Result<Plan, String> {
     proem_core::plugin::hooks::check_id(id)
         .map_err(|_| format!("{id:?} cannot be a plugin id (1-64 of a-z, 0-9, _, -, .): give one with --id"))?;
     let plan = Plan {
         id: id.to_string(),
         agent_dir: agent_dir.to_path_buf(),
         file_name: format!("{}.wasm", id.replace(['-', '.'], "_")),
+        replace,
     };
     match std::fs::metadata(agent_dir) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(plan),
@@ -70,7 +87,10 @@ pub fn plan(agent_dir: &Path, id: &str) -> Result<Plan, String> {
         }
         Ok(_) => {}
     }
-    AgentDir::open(agent_dir)?.check(&plan)?;
+    let agent = AgentDir::open(agent_dir)?;
+    let config = agent.read_config()?;
+    let (plan, repin) = agent.resolve(plan, config.as_ref())?;
+    agent.check(&plan, repin.as_ref())?;
     Ok(plan)
 }
 
@@ -87,21 +107,73 @@ impl Plan {
         std::fs::create_dir_all(&self.agent_dir).map_err(|e| format!("{}: {e}", self.agent_dir.display()))?;
         let agent = AgentDir::open(&self.agent_dir)?;
         // Again, through the descriptor every write below goes through.
-        let config = agent.check(&self)?;
-        let text = with_entry(config.as_ref().map(|c| c.text.as_str()), &self.id, &self.relative(), &sha256, note);
+        let config = agent.read_config()?;
+        let (plan, repin) = agent.resolve(self, config.as_ref())?;
+        agent.check(&plan, repin.as_ref())?;
+        let existing = config.as_ref().map(|c| c.text.as_str());
+        let text = match &repin {
+            Some(repin) => repinned(existing.unwrap_or_default(), &plan.id, repin, &sha256, &agent.config_path())?,
+            None => with_entry(existing, &plan.id, &plan.relative(), &sha256, note),
+        };
         proem_core::config::Config::parse(&text, &agent.config_path())
             .map_err(|e| format!("the new entry would not load, so nothing was changed: {e}"))?;
         let plugins = agent.plugins_dir(true)?.ok_or_else(|| agent.refusal(PLUGINS_DIR, Errno::NOENT))?;
-        write_atomically(plugins.as_fd(), &self.file_name, bytes, Replace::Never)
-            .map_err(|e| format!("{}: {e}", self.agent_dir.join(self.relative()).display()))?;
+        let file_mode =
+            if repin.is_some() { Replace::Keeping(Mode::from_bits_truncate(0o644)) } else { Replace::Never };
+        write_atomically(plugins.as_fd(), &plan.file_name, bytes, file_mode)
+            .map_err(|e| format!("{}: {e}", plan.agent_dir.join(plan.relative()).display()))?;
+        let this = plan;
         let replace = config.map_or(Replace::Never, |c| Replace::Keeping(c.mode));
         if let Err(e) = write_atomically(agent.fd.as_fd(), CONFIG_FILE, text.as_bytes(), replace) {
+            if repin.is_some() {
+                return Err(format!(
+                    "{}: {e}; the plugin file was replaced but its pin was not: run the command again",
+                    agent.config_path().display()
+                ));
+            }
             // Leave the agent as it was.
-            let _ = rustix::fs::unlinkat(&plugins, self.file_name.as_str(), AtFlags::empty());
+            let _ = rustix::fs::unlinkat(&plugins, this.file_name.as_str(), AtFlags::empty());
             return Err(format!("{}: {e}; nothing was changed", agent.config_path().display()));
         }
-        Ok(Installed { path: self.relative(), id: self.id, sha256 })
+        Ok(Installed { path: this.relative(), id: this.id, sha256 })
     }
+}
+
+/// `text` with the pin of the entry `id` changed to `sha256`: the one line
+/// `sha256 = "<old>"` it has, rewritten in place (an entry without a pin
+/// keeps none). When that line cannot be found exactly once, nothing is
+/// changed and the error says to edit the pin by hand.
+fn repinned(text: &str, id: &str, repin: &Repin, sha256: &str, shown: &Path) -> Result<String, String> {
+    let Some(old) = &repin.old_sha256 else { return Ok(text.to_string()) };
+    let matches: Vec<usize> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| {
+            let line = line.trim();
+            line.strip_prefix("sha256").map(str::trim_start).and_then(|l| l.strip_prefix('=')).map(str::trim)
+                == Some(&format!("\"{old}\""))
+        })
+        .map(|(n, _)| n)
+        .collect();
+    let [line] = matches[..] else {
+        return Err(format!(
+            "{}: cannot find the one line `sha256 = \"{old}\"` of plugin {id} to re-pin ({} found); \
+             set its sha256 to \"{sha256}\" by hand",
+            shown.display(),
+            matches.len()
+        ));
+    };
+    let mut out = String::with_capacity(text.len());
+    for (n, piece) in text.split_inclusive('\n').enumerate() {
+        if n == line {
+            let indent = &piece[..piece.len() - piece.trim_start().len()];
+            let end = if piece.ends_with('\n') { "\n" } else { "" };
+            out.push_str(&format!("{indent}sha256 = \"{sha256}\"{end}"));
+        } else {
+            out.push_str(piece);
+        }
+    }
+    Ok(out)
 }
 
 /// `existing` config text with the new `[[plugins]]` entry appended.
@@ -140,33 +212,63 @@ impl AgentDir {
         self.path.join(CONFIG_FILE)
     }
 
-    /// Checks the install against the directory as it is now; returns
-    /// proem.toml if there is one.
-    fn check(&self, plan: &Plan) -> Result<Option<ExistingConfig>, String> {
-        let config = self.read_config()?;
-        if let Some(existing) = &config {
-            let parsed =
-                proem_core::config::Config::parse(&existing.text, &self.config_path()).map_err(|e| e.to_string())?;
-            if parsed.plugins.iter().any(|p| p.id == plan.id) {
-                return Err(format!(
-                    "{}: a plugin with id {} is already configured; remove its entry first or add it with --id OTHER",
-                    self.config_path().display(),
-                    plan.id
-                ));
-            }
+    /// With `--replace` and an entry for the plan's id: the plan for its
+    /// file (which must be `plugins/<name>.wasm`, where `plugin add` puts
+    /// one) and what to re-pin.
+    fn resolve(&self, mut plan: Plan, config: Option<&ExistingConfig>) -> Result<(Plan, Option<Repin>), String> {
+        let Some(existing) = config else { return Ok((plan, None)) };
+        let parsed =
+            proem_core::config::Config::parse(&existing.text, &self.config_path()).map_err(|e| e.to_string())?;
+        let Some(entry) = parsed.plugins.iter().find(|p| p.id == plan.id) else { return Ok((plan, None)) };
+        if !plan.replace {
+            return Err(format!(
+                "{}: a plugin with id {} is already configured; re-pin it to this binary with --replace, \
+                 or add it with --id OTHER",
+                self.config_path().display(),
+                plan.id
+            ));
         }
+        let file = entry.path.as_deref().and_then(|p| p.strip_prefix(&format!("{PLUGINS_DIR}/")));
+        let file = file.filter(|f| f.ends_with(".wasm") && !f.contains('/') && !f.starts_with('.'));
+        let Some(file) = file else {
+            return Err(format!(
+                "{}: plugin {} is not a file in {PLUGINS_DIR}/ (it is {}); --replace re-pins only what plugin add \
+                 installed: point its path at {PLUGINS_DIR}/NAME.wasm first",
+                self.config_path().display(),
+                plan.id,
+                entry.path.as_deref().or(entry.source.as_deref()).unwrap_or("unset")
+            ));
+        };
+        plan.file_name = file.to_string();
+        Ok((plan, Some(Repin { old_sha256: entry.sha256.clone() })))
+    }
+
+    /// Checks the install against the directory as it is now: nothing on
+    /// the way a symlink, and the plugin file free unless it is re-pinned
+    /// (`repin`), when it must be a regular file.
+    fn check(&self, plan: &Plan, repin: Option<&Repin>) -> Result<(), String> {
         if let Some(plugins) = self.plugins_dir(false)? {
+            if repin.is_some() {
+                return match rustix::fs::statat(&plugins, plan.file_name.as_str(), AtFlags::SYMLINK_NOFOLLOW) {
+                    Err(Errno::NOENT) => Ok(()),
+                    Ok(stat) if FileType::from_raw_mode(stat.st_mode) == FileType::RegularFile => Ok(()),
+                    _ => Err(format!(
+                        "{}: not a regular file; proem replaces only a plugin file it installed",
+                        self.path.join(plan.relative()).display()
+                    )),
+                };
+            }
             match rustix::fs::statat(&plugins, plan.file_name.as_str(), AtFlags::SYMLINK_NOFOLLOW) {
                 Err(Errno::NOENT) => {}
                 _ => {
                     return Err(format!(
-                        "{}: already exists; proem never overwrites a plugin file",
+                        "{}: already exists; proem overwrites a plugin file only to re-pin its entry (--replace)",
                         self.path.join(plan.relative()).display()
                     ))
                 }
             }
         }
-        Ok(config)
+        Ok(())
     }
 
     /// Reads proem.toml: none, or a regular file of at most
@@ -306,6 +408,12 @@ fn rename_without_replacing(dir: BorrowedFd, temp: &str, name: &str) -> std::io:
 /// Adds the local plugin file `file` to the agent at `agent_dir`; `id`
 /// defaults to the plugin's own id from `describe`.
 pub fn add(file: &Path, agent_dir: &Path, id: Option<&str>) -> Result<Installed, String> {
+    add_with(file, agent_dir, id, false)
+}
+
+/// [`add`]; with `replace`, an entry with the same id is re-pinned to this
+/// binary (see [`plan_with`]).
+pub fn add_with(file: &Path, agent_dir: &Path, id: Option<&str>, replace: bool) -> Result<Installed, String> {
     let bytes = proem_core::disk::read_regular_file(file, proem_core::plugin::set::MAX_PLUGIN_BYTES)
         .map_err(|e| format!("{}: cannot read: {e}", file.display()))?;
     binary::check(&bytes).map_err(|e| format!("{}: {e}", file.display()))?;
@@ -317,5 +425,5 @@ pub fn add(file: &Path, agent_dir: &Path, id: Option<&str>) -> Result<Installed,
             .map(|s| s.replace('_', "-").to_ascii_lowercase())
             .unwrap_or_else(|| "plugin".into()),
     };
-    plan(agent_dir, &id)?.install(&bytes, &format!("Added from {}.", file.display()))
+    plan_with(agent_dir, &id, replace)?.install(&bytes, &format!("Added from {}.", file.display()))
 }

@@ -1,6 +1,6 @@
 //! The plugin author commands of `proem-full`: `plugin check` (a binary
 //! checked the way proem loads one, every hook called on a sample turn),
-//! `plugin new` (a standalone crate), `plugin add` (into an agent folder,
+//! `plugin new` (a standalone crate, or a Python or JavaScript folder), `plugin add` (into an agent folder,
 //! never through a symlink) and `plugin push`/`pull` (OCI registries, every
 //! download bounded). The executable is `src/main.rs`.
 
@@ -8,4 +8,5 @@ pub mod check;
 pub mod download;
 pub mod install;
 pub mod oci;
+pub mod run;
 pub mod scaffold;

@@ -30,6 +30,33 @@ fn installed(agent_dir: &std::path::Path, done: &install::Installed) -> String {
     )
 }
 
+/// Compiles a plugin just installed into the compiled-component cache and
+/// keeps what `describe` says about it, as its first build would: so that
+/// build starts warm. A failure here is said, not fatal (the build will
+/// say it again, with the agent's config).
+fn warm(agent_dir: &std::path::Path, done: &install::Installed) -> String {
+    let config = PluginConfig {
+        id: done.id.clone(),
+        path: Some(done.path.clone()),
+        sha256: Some(done.sha256.clone()),
+        ..PluginConfig::default()
+    };
+    let cache = proem_core::cache_dir::default_path();
+    match proem::load_plugins(&[config], agent_dir, cache.as_deref()) {
+        Ok(set) => match set.plugins().first().map(|p| &p.state) {
+            // Described from disk before: compiled only if its cache entry is gone.
+            Some(Ok(ready)) => match (ready.link(), cache.is_some()) {
+                (Ok(()), true) => "compiled into the plugin cache\n".into(),
+                (Ok(()), false) => String::new(),
+                (Err(why), _) => format!("note: it does not link yet: {why}\n"),
+            },
+            Some(Err(why)) => format!("note: it does not load yet: {why}\n"),
+            None => String::new(),
+        },
+        Err(e) => format!("note: it does not load yet: {e}\n"),
+    }
+}
+
 /// How long `plugin pull` and `plugin push` wait, as the flags say.
 fn registry_timeouts(flags: &proem_cli::RegistryTimeouts) -> oci::Timeouts {
     use std::time::Duration;
@@ -124,41 +151,38 @@ fn run(cli: Cli) -> Result<Output, CliError> {
             Ok(proem_cli::inspect::table(&build(&turn)?, order).into())
         }
         Command::Diff { before, after } => Ok(proem_cli::diff::run(&before, &after)?.into()),
-        Command::Plugin { action: PluginAction::New { name, hooks, sdk_path } } => {
-            use scaffold::{new_plugin, ScaffoldHook};
+        Command::Plugin { action: PluginAction::New { name, lang, hooks, sdk_path } } => {
+            use scaffold::{new_plugin_in, Lang, ScaffoldHook};
             let hooks = hooks.iter().map(|h| ScaffoldHook::parse(h)).collect::<Result<Vec<_>, _>>();
             let hooks = hooks.map_err(|e| ProemError::input("--hooks", e))?;
+            let lang = Lang::parse(&lang).map_err(|e| ProemError::input("--lang", e))?;
             let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-            let dir = new_plugin(&here, &name, &hooks, sdk_path.as_deref())
+            let dir = new_plugin_in(&here, &name, lang, &hooks, sdk_path.as_deref())
                 .map_err(|e| ProemError::input("plugin new", e))?;
-            Ok(format!(
-                "created {}
-next:
-  cd {name}
-  cargo build --release --target wasm32-wasip2
-  proem plugin check target/wasm32-wasip2/release/{}.wasm
-",
-                dir.display(),
-                name.replace('-', "_")
-            )
-            .into())
+            Ok(format!("created {}\nnext:\n  cd {name}\n{}", dir.display(), lang.next_steps(&name)).into())
         }
         Command::Plugin { action: PluginAction::Pull { reference, into, id, timeouts } } => {
             let pulled = oci::pull(&reference, &into, id.as_deref(), &registry_timeouts(&timeouts))
                 .map_err(|e| ProemError::input("plugin pull", e))?;
-            Ok(format!("pulled {reference}\n{}", installed(&into, &pulled)).into())
+            Ok(format!("pulled {reference}\n{}{}", installed(&into, &pulled), warm(&into, &pulled)).into())
         }
-        Command::Plugin { action: PluginAction::Add { file, into, id } } => {
-            let added = install::add(&file, &into, id.as_deref()).map_err(|e| ProemError::input("plugin add", e))?;
-            Ok(installed(&into, &added).into())
+        Command::Plugin { action: PluginAction::Add { file, into, id, replace } } => {
+            let added = install::add_with(&file, &into, id.as_deref(), replace)
+                .map_err(|e| ProemError::input("plugin add", e))?;
+            Ok(format!("{}{}", installed(&into, &added), warm(&into, &added)).into())
         }
         Command::Plugin { action: PluginAction::Push { file, reference, timeouts } } => {
             let pushed = oci::push(&file, &reference, &registry_timeouts(&timeouts))
                 .map_err(|e| ProemError::input("plugin push", e))?;
             Ok(format!("pushed {} to {}\nsha256 {}\n", file.display(), pushed.reference, pushed.sha256).into())
         }
-        Command::Plugin { action: PluginAction::Check { file } } => {
-            let report = check::check(&file);
+        Command::Plugin { action: PluginAction::Run { file, config, turn, repeat } } => {
+            let json = proem_full::run::run(&file, config.as_deref(), turn.as_deref(), repeat)
+                .map_err(|e| ProemError::input("plugin run", e))?;
+            Ok(json.into())
+        }
+        Command::Plugin { action: PluginAction::Check { file, config } } => {
+            let report = check::check(&file, config.as_deref());
             Ok(Output {
                 text: report.text,
                 failure: (!report.ok).then(|| format!("{}: the plugin has problems (listed above)", file.display())),

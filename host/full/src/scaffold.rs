@@ -4,6 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod templates;
+
 /// What a new plugin does, one piece per `--hooks` name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ScaffoldHook {
@@ -33,6 +35,83 @@ impl ScaffoldHook {
     }
 }
 
+/// The language of a new plugin (`--lang`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lang {
+    /// A crate on proem-sdk, built with cargo.
+    Rust,
+    /// componentize-py from PyPI.
+    Python,
+    /// componentize-qjs (QuickJS) from npm.
+    Js,
+}
+
+impl Lang {
+    /// Parses `--lang`.
+    pub fn parse(name: &str) -> Result<Lang, String> {
+        match name.trim() {
+            "rust" | "rs" => Ok(Lang::Rust),
+            "python" | "py" => Ok(Lang::Python),
+            "js" | "javascript" => Ok(Lang::Js),
+            other => Err(format!("unknown language {other:?}: expected rust, python or js")),
+        }
+    }
+
+    /// What to run next in the new folder, one command a line.
+    pub fn next_steps(self, name: &str) -> String {
+        let wasm = templates::wasm_name(name);
+        match self {
+            Lang::Rust => format!(
+                "  cargo build --release --target wasm32-wasip2\n  proem plugin check target/wasm32-wasip2/release/{wasm}\n"
+            ),
+            Lang::Python => format!("  sh build.sh\n  .venv/bin/python -m pytest -q\n  proem plugin check {wasm}\n"),
+            Lang::Js => format!("  npm install\n  npm test\n  npm run build\n  proem plugin check {wasm}\n"),
+        }
+    }
+}
+
+/// Writes a plugin `name` in `lang` into `parent/name`: the Rust crate of
+/// [`new_plugin`], or a Python or JavaScript folder
+/// ([`crate::templates`]), under the same rules (a new folder of new
+/// files, the same names refused). `--sdk-path` is Rust's only.
+pub fn new_plugin_in(
+    parent: &Path,
+    name: &str,
+    lang: Lang,
+    hooks: &[ScaffoldHook],
+    sdk_path: Option<&Path>,
+) -> Result<PathBuf, String> {
+    if lang == Lang::Rust {
+        return new_plugin(parent, name, hooks, sdk_path);
+    }
+    check_name(name)?;
+    if sdk_path.is_some() {
+        return Err("--sdk-path is for Rust plugins (--lang rust); a Python or JS plugin needs no SDK".into());
+    }
+    let hooks: Vec<ScaffoldHook> = if hooks.is_empty() { vec![ScaffoldHook::Sections] } else { hooks.to_vec() };
+    let files = match lang {
+        Lang::Python => templates::python(name, &hooks),
+        _ => templates::javascript(name, &hooks),
+    };
+    let dir = make_dir(parent, name)?;
+    std::fs::create_dir(dir.join("wit")).map_err(|e| format!("{}: {e}", dir.join("wit").display()))?;
+    for (file, text) in files {
+        let path = dir.join(file);
+        write_new(&path, &text).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    Ok(dir)
+}
+
+/// Makes the new folder `parent/name`, refusing one that exists in any form.
+fn make_dir(parent: &Path, name: &str) -> Result<PathBuf, String> {
+    let dir = parent.join(name);
+    std::fs::create_dir(&dir).map_err(|e| match e.kind() {
+        std::io::ErrorKind::AlreadyExists => format!("{} already exists; pick another name or folder", dir.display()),
+        _ => format!("{}: {e}", dir.display()),
+    })?;
+    Ok(dir)
+}
+
 /// Writes the crate `name` into `parent/name`. `sdk_path` depends on a
 /// local proem-sdk instead of the published one. Refuses an existing
 /// folder (or symlink), a name that is not a crate name (see
@@ -51,11 +130,7 @@ pub fn new_plugin(
         Some(path) => sdk_dependency(path)?,
         None => format!("proem-sdk = \"{}\"", env!("CARGO_PKG_VERSION").rsplit_once('.').map_or("0.2", |(mm, _)| mm)),
     };
-    let dir = parent.join(name);
-    std::fs::create_dir(&dir).map_err(|e| match e.kind() {
-        std::io::ErrorKind::AlreadyExists => format!("{} already exists; pick another name or folder", dir.display()),
-        _ => format!("{}: {e}", dir.display()),
-    })?;
+    let dir = make_dir(parent, name)?;
     let files = [
         ("Cargo.toml", cargo_toml(name, &sdk)),
         ("rust-toolchain.toml", TOOLCHAIN.to_string()),

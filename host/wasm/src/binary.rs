@@ -6,9 +6,27 @@ use crate::wit;
 /// The custom section the SDK stamps with the API version (`0.1.0`).
 pub const API_VERSION_SECTION: &str = "proem:api-version";
 
-/// Import name prefixes the host's linker can satisfy (proem's own
-/// interfaces and WASI 0.2, whose sandboxed parts are all denied by policy).
-const OFFERED_IMPORTS: &[&str] = &["proem:plugin/", "wasi:"];
+/// Import name prefixes the host's linker can satisfy: proem's own
+/// interfaces and the WASI 0.2 interfaces wasmtime-wasi and proem define
+/// (sockets, the environment, exit and the terminal denied by policy), and
+/// the ones linked as denied stubs ([`crate::stubs::STUBBED`]).
+const OFFERED_IMPORTS: &[&str] = &[
+    "proem:plugin/",
+    "wasi:io/",
+    "wasi:clocks/",
+    "wasi:random/",
+    "wasi:filesystem/",
+    "wasi:cli/",
+    "wasi:sockets/",
+    "wasi:http/",
+];
+
+/// The fix for a component that imports what proem does not offer, by the
+/// toolchain that usually adds it.
+const FOREIGN_IMPORT_FIX: &str = "a plugin may import only proem:plugin/…, WASI 0.2's io, clocks, random, \
+    filesystem, cli and sockets, and wasi:http (a denied stub); build against the plugin's own \
+    wit/ folder (proem plugin new writes one) and leave out what adds it (with componentize-py and \
+    componentize-qjs nothing more is needed)";
 
 /// Returns the API version a binary targets, or why it cannot be loaded.
 /// Never panics, whatever the bytes.
@@ -74,11 +92,66 @@ pub fn check(bytes: &[u8]) -> Result<String, String> {
     }
     if !foreign.is_empty() {
         return Err(format!(
-            "imports `{}`, which proem does not provide (a plugin may import only proem:plugin/… and wasi:…)",
+            "imports `{}`, which proem does not provide: {FOREIGN_IMPORT_FIX}",
             foreign.iter().take(8).map(|f| proem_core::plugin::hooks::label(f, 80)).collect::<Vec<_>>().join("`, `")
         ));
     }
     Ok(version)
+}
+
+/// The bytes of the plugin's config schema section
+/// ([`proem_core::plugin::config_schema::SECTION`], in the component or in
+/// one of its modules), if it has one; more than one, or one over
+/// [`MAX_SCHEMA_BYTES`](proem_core::plugin::config_schema::MAX_SCHEMA_BYTES),
+/// is refused. Never panics, whatever the bytes.
+pub fn config_schema(bytes: &[u8]) -> Result<Option<Vec<u8>>, String> {
+    use proem_core::plugin::config_schema::{MAX_SCHEMA_BYTES, SECTION};
+    let mut found: Option<Vec<u8>> = None;
+    for payload in wasmparser::Parser::new(0).parse_all(bytes) {
+        if let wasmparser::Payload::CustomSection(reader) = payload.map_err(|e| format!("malformed component: {e}"))? {
+            if reader.name() != SECTION {
+                continue;
+            }
+            if found.is_some() {
+                return Err(format!("its config schema: more than one {SECTION} custom section"));
+            }
+            if reader.data().len() > MAX_SCHEMA_BYTES {
+                return Err(format!(
+                    "its config schema ({SECTION}): {} bytes, over the {MAX_SCHEMA_BYTES} byte limit",
+                    reader.data().len()
+                ));
+            }
+            found = Some(reader.data().to_vec());
+        }
+    }
+    Ok(found)
+}
+
+/// What a failure to link says: the import wasmtime named (a label), and
+/// the fix. Every import a component may have is offered (see
+/// [`check`]), so what is left is an import whose types differ from
+/// proem's: a WIT other than this proem's, or a WASI other than 0.2.
+pub fn link_error(chain: &str) -> String {
+    let import = chain
+        .split_once("imports instance `")
+        .or_else(|| chain.split_once("imports `"))
+        .and_then(|(_, rest)| rest.split_once('`'))
+        .map(|(name, _)| proem_core::plugin::hooks::label(name, 120));
+    let fix = "rebuild it against the WIT this proem speaks (wit/0.2.0, which proem plugin new copies into a \
+               new plugin) with a WASI 0.2 toolchain";
+    match import {
+        Some(import) => {
+            format!("cannot link: its import `{import}` does not match what this proem provides ({chain}); {fix}")
+        }
+        None => format!("cannot link against this proem ({chain}); {fix}"),
+    }
+}
+
+/// The imports among `imports` that proem links as denied stubs or whose
+/// calls its policy denies, each with what a call gets, for `proem plugin
+/// check`.
+pub fn denied_imports(imports: &[String]) -> Vec<(String, &'static str)> {
+    imports.iter().filter_map(|name| crate::stubs::denial(name).map(|how| (name.clone(), how))).collect()
 }
 
 /// The top-level interfaces a component imports and exports, for

@@ -7,6 +7,7 @@
 //!   ─ engine     one Engine, one Linker (WASI p2 + every API version), epoch ticker, instance pool
 //!   ─ call       one hook in a fresh store: deadline, wall-clock timeout, memory limit, verdict
 //!   ─ sandbox    the store's state: WASI context, limiter, the call's clock, host functions
+//!   ─ stubs      denied stubs for imports toolchains add (wasi:http)
 //!   ─ virtual_io timers and poll in virtual time
 //!   ─ workspace_fs the read-only workspace a `workspace-read` call sees (a stable call: no per-turn file)
 //!   ─ wit/       one module per plugin API version (bindgen and conversions)
@@ -22,6 +23,7 @@ pub mod clock;
 pub mod engine;
 pub mod runtime;
 pub mod sandbox;
+pub mod stubs;
 pub mod virtual_io;
 pub mod wit;
 pub mod workspace_fs;

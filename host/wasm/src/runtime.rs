@@ -37,13 +37,16 @@ impl Runtime for Wasmtime {
         crate::binary::check(wasm)
     }
 
+    fn config_schema(&self, wasm: &[u8]) -> Result<Option<Vec<u8>>, String> {
+        crate::binary::config_schema(wasm)
+    }
+
     fn link(&self, wasm: &[u8], api: &str, cache_dir: Option<&CacheDir>) -> LinkResult {
         let engine = engine::get()?;
         let (component, origin) = cache::load_or_compile(&engine.engine, wasm, cache_dir)?;
-        let pre = engine
-            .linker
-            .instantiate_pre(&component)
-            .map_err(|e| format!("cannot link against this proem: {}", cache::error_chain(&e)))?;
+        let cannot_link = |e: wasmtime::Error| crate::binary::link_error(&cache::error_chain(&e));
+        let stubbed = crate::stubs::linker_for(&engine.engine, &engine.linker, &component).map_err(cannot_link)?;
+        let pre = stubbed.as_ref().unwrap_or(&engine.linker).instantiate_pre(&component).map_err(cannot_link)?;
         let mismatch = |e: wasmtime::Error| format!("does not match API {api}: {}", cache::error_chain(&e));
         let version = ApiVersion::parse(api).ok_or_else(|| format!("API {api} has no bindings in this proem"))?;
         let bindings = version.bind(pre).map_err(mismatch)?;

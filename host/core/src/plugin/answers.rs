@@ -6,10 +6,15 @@
 //! - what `describe` said about a binary (with its API version), keyed by
 //!   the binary: a process that finds it neither parses, compiles nor
 //!   instantiates the plugin at load;
-//! - the answers of the hooks that see no clock (0.2 `stable` and
-//!   `agent:bootstrap`), keyed by their call key. Hooks that see the turn's
-//!   time (0.2 `turn`, every 0.1 hook) are not kept: their keys change every
-//!   turn, so their entries would only fill the directory.
+//! - every hook's successful answer, keyed by its call key (everything the
+//!   plugin can observe: a turn hook's key holds the turn's time, channel
+//!   and chat). A hook that sees no clock (0.2 `stable` and
+//!   `agent:bootstrap`) is found again on every turn; one that sees the
+//!   turn (0.2 `turn`, every 0.1 hook) when the same turn is built again,
+//!   in any process: so whatever hooks a plugin declares, a build it has
+//!   answered before loads no plugin code (an interpreted plugin's
+//!   instantiation costs milliseconds, see docs/plugins/README.md). New
+//!   turns add entries; the bounds below evict the oldest.
 //!
 //! Every key also holds the identity of the runtime that ran the plugin
 //! (the executable that runs plugin code: its path, size, inode and times,
@@ -75,6 +80,10 @@ pub struct Described {
     pub api: String,
     /// The plugin's answer, as validated at the time.
     pub info: PluginInfo,
+    /// The config schema the binary declares (checked when it was read),
+    /// see [`crate::plugin::config_schema`].
+    #[serde(default)]
+    pub config_schema: Option<String>,
 }
 
 /// A hook's successful answer with what the plugin logged.

@@ -1,11 +1,14 @@
 //! The wasm plugin host.
 //!
 //! ```text
-//! proem.toml [[plugins]] ─ set::PluginSet::load ─ answers: describe's answer kept on disk? then done
+//! proem.toml [[plugins]] ─ set::PluginSet::load ─ binary: the file's digest kept by its stat? then no byte read
+//!                                                ─ answers: describe's answer kept on disk? then done
 //!                                                ─ binary::check (API version, before compiling)
 //!                                                ─ cache::load_or_compile (on-disk, checksummed)
 //!                                                ─ engine (one Engine, one Linker, epoch ticker)
 //!                                                ─ describe (what hooks, what capabilities)
+//!                                                ─ config_schema: each entry's config against the
+//!                                                  schema its binary declares, once per load
 //! each build ─ run_bootstrap (agent:bootstrap, in id order) ─ run_sections (sections + overlay, concurrent)
 //!            ─ memo: this process's, then answers kept on disk (hooks that see no clock)
 //!            ─ runtime::Runtime: the plugin's code compiled and linked on its first call
@@ -20,7 +23,9 @@
 //! component cache) is the `proem-wasm` crate, behind [`runtime::Runtime`].
 
 pub mod answers;
+pub mod binary;
 pub mod call;
+pub mod config_schema;
 pub mod hooks;
 pub mod runtime;
 pub mod sandbox;

@@ -67,6 +67,13 @@ pub trait Runtime: Sync {
     /// the API version it was built for, or what is wrong with it.
     fn check(&self, wasm: &[u8]) -> Result<String, String>;
 
+    /// The config schema a checked binary declares (its
+    /// [`crate::plugin::config_schema::SECTION`] custom section), if any.
+    fn config_schema(&self, wasm: &[u8]) -> Result<Option<Vec<u8>>, String> {
+        let _ = wasm;
+        Ok(None)
+    }
+
     /// Compiles `wasm` (through the component cache in `cache_dir`) and
     /// pre-instantiates it with the bindings of API version `api`.
     fn link(&self, wasm: &[u8], api: &str, cache_dir: Option<&CacheDir>) -> LinkResult;

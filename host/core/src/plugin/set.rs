@@ -15,7 +15,10 @@ use crate::config::{PluginConfig, BUILTIN_IDS};
 use crate::error::ProemError;
 use crate::memo::KeyHasher;
 use crate::plugin::answers::{Answered, Answers, Described};
+use crate::plugin::binary::Wasm;
+pub use crate::plugin::binary::MAX_PLUGIN_BYTES;
 use crate::plugin::call::{CallLimits, Failure, Outcome, Request, Response};
+use crate::plugin::config_schema::Schema;
 use crate::plugin::hooks::{self, BuildContext, Hook, OutputCaps, PluginInfo, RawFile};
 use crate::plugin::runtime::{LinkResult, Linked, PendingCall, Runtime};
 use crate::plugin::sandbox::{Grants, LogLine, Sandbox, View};
@@ -67,6 +70,8 @@ pub struct LoadedPlugin {
 pub struct Ready {
     /// What it said about itself.
     pub info: PluginInfo,
+    /// The config schema its binary declares, checked.
+    pub config_schema: Option<Arc<Schema>>,
     code: Arc<Code>,
 }
 
@@ -82,18 +87,12 @@ struct Code {
 
 impl Code {
     fn linked(&self) -> Result<&Arc<dyn Linked>, String> {
-        let linked =
-            self.linked.get_or_init(|| self.runtime.link(&self.wasm.bytes, &self.api, self.cache_dir.as_deref()));
+        let linked = self.linked.get_or_init(|| {
+            let bytes = self.wasm.bytes()?;
+            self.runtime.link(&bytes, &self.api, self.cache_dir.as_deref())
+        });
         linked.as_ref().map(|(l, _)| l).map_err(Clone::clone)
     }
-}
-
-/// A plugin binary and what identifies it in keys kept on disk.
-struct Wasm {
-    bytes: Cow<'static, [u8]>,
-    /// `builtin:<name>` (the executable's identity covers its bytes) or the
-    /// SHA-256 of a file's bytes.
-    identity: String,
 }
 
 impl Ready {
@@ -110,6 +109,13 @@ impl Ready {
             Ok((_, origin)) => Some(*origin == crate::plugin::runtime::Origin::Cached),
             Err(_) => None,
         }
+    }
+
+    /// Whether the binary's bytes were read in this process: a build whose
+    /// every answer is on disk reads none (its digest is kept by the
+    /// file's stat, see [`crate::plugin::binary`]).
+    pub fn binary_was_read(&self) -> bool {
+        self.code.wasm.was_read()
     }
 
     /// Whether two loaded plugins run the same code: the entries of one
@@ -135,22 +141,9 @@ impl LoadedPlugin {
     }
 
     /// One hook call in this plugin's sandbox, ready to run (compiling the
-    /// plugin first if no call needed it yet). `describe` runs with no
-    /// grant: what a plugin says about itself depends on its binary alone.
-    #[allow(clippy::too_many_arguments)]
-    fn call(
-        &self,
-        code: &Code,
-        agent_dir: &Path,
-        now: Duration,
-        tokenizer: Tokenizer,
-        deadline: Duration,
-        request: Request,
-    ) -> PendingCall {
-        self.call_seeing(code, agent_dir, Sees::Turn(now), tokenizer, deadline, request)
-    }
-
-    /// [`LoadedPlugin::call`] seeing what `sees` says of the turn.
+    /// plugin first if no call needed it yet), seeing what `sees` says of
+    /// the turn. `describe` runs with no grant: what a plugin says about
+    /// itself depends on its binary alone.
     fn call_seeing(
         &self,
         code: &Code,
@@ -320,19 +313,18 @@ impl PluginSet {
         cache_dir: Option<Arc<CacheDir>>,
         runtime: &'static dyn Runtime,
     ) -> Result<PluginSet, ProemError> {
+        // Identifying the runtime's executable costs a stat: only with plugins.
+        let answers = if configs.is_empty() { None } else { Answers::open(cache_dir.as_deref(), runtime.identity()) };
         let prepared: Vec<(LoadedPlugin, Result<Wasm, String>)> =
-            configs.iter().map(|c| prepare(c, agent_dir, runtime)).collect();
+            configs.iter().map(|c| prepare(c, agent_dir, runtime, answers.as_ref())).collect();
         // A pinned binary that changed never loads, required or not.
         for (config, (plugin, wasm)) in configs.iter().zip(&prepared) {
             if let (Some(pin), Ok(wasm)) = (&config.sha256, wasm) {
-                if wasm.bytes.is_empty() && !runtime.runs_code() {
+                if wasm.is_empty_builtin() && !runtime.runs_code() {
                     // A pinned built-in whose code this runtime does not carry.
                     return Err(ProemError::PluginCodeNeeded);
                 }
-                let digest = match wasm.identity.strip_prefix("sha256:") {
-                    Some(digest) => digest.to_string(),
-                    None => crate::digest::sha256_hex(&wasm.bytes),
-                };
+                let digest = wasm.digest();
                 if !digest.eq_ignore_ascii_case(pin) {
                     return Err(ProemError::Plugin {
                         id: plugin.id.clone(),
@@ -347,8 +339,6 @@ impl PluginSet {
                 }
             }
         }
-        // Identifying the runtime's executable costs a stat: only with plugins.
-        let answers = if prepared.is_empty() { None } else { Answers::open(cache_dir.as_deref(), runtime.identity()) };
         let empty = || PluginSet {
             plugins: Vec::new(),
             agent_dir: agent_dir.to_path_buf(),
@@ -361,6 +351,7 @@ impl PluginSet {
         }
         let _span = tracing::info_span!("load_plugins", count = prepared.len()).entered();
         let (binaries, binary_of) = distinct_binaries(&prepared);
+        let configs_by_id: HashMap<&str, &PluginConfig> = configs.iter().map(|c| (c.id.as_str(), c)).collect();
         let states = open_binaries(&binaries, cache_dir.as_ref(), agent_dir, answers.as_ref(), runtime)?;
         let mut plugins: Vec<LoadedPlugin> = Vec::with_capacity(prepared.len());
         for ((mut plugin, wasm), binary) in prepared.into_iter().zip(binary_of) {
@@ -369,6 +360,10 @@ impl PluginSet {
                 (Ok(_), Some(i)) => states[i].clone().map_err(|e| format!("{}: {e}", plugin.origin)),
                 (Ok(_), None) => Err("no binary".into()),
             };
+            let state = state.and_then(|ready| match &ready.config_schema {
+                Some(schema) => config_matches(schema, &plugin, configs_by_id.get(plugin.id.as_str())).map(|()| ready),
+                None => Ok(ready),
+            });
             if let Err(why) = &state {
                 if plugin.required {
                     return Err(ProemError::Plugin {
@@ -495,8 +490,7 @@ impl PluginSet {
         let hook = if stable_only { "agent:bootstrap" } else { "agent:bootstrap/turn" };
         let keys = memo.zip(contexts.hash(sees)).map(|(memo, context)| {
             let key = call_key(plugin, hook, context, Some(bootstrap::files_hash(seen.iter())), tokenizer);
-            // A stable call sees no clock: its answer is kept on disk.
-            self.call_keys(plugin, ready, key, stable_only, memo)
+            self.call_keys(plugin, ready, key, memo)
         });
         let (Outcome { result, logs, elapsed }, ran) = match keys.and_then(|k| self.remembered(k)) {
             Some(hit) => (hit, false),
@@ -595,8 +589,7 @@ impl PluginSet {
                 let sees = if zone == Zone::Stable { Sees::Stable } else { Sees::Turn(now) };
                 let keys = memo.zip(contexts.hash(sees)).map(|(memo, context)| {
                     let key = call_key(plugin, &hook_key(hook, zone), context, files_hash, tokenizer);
-                    // Only a call that sees no clock is kept on disk.
-                    self.call_keys(plugin, ready, key, sees == Sees::Stable, memo)
+                    self.call_keys(plugin, ready, key, memo)
                 });
                 if let Some(hit) = keys.and_then(|k| self.remembered(k)) {
                     outcomes.push(Some((hit, false)));
@@ -716,67 +709,121 @@ pub struct HookProbe {
     pub answer: Result<bool, String>,
 }
 
+/// What one hook answered when called directly (`proem plugin run`), raw.
+#[derive(Debug, Clone)]
+pub struct HookCall {
+    /// The hook.
+    pub hook: Hook,
+    /// Whether `describe` declares it.
+    pub declared: bool,
+    /// Its answer as the plugin gave it (before proem validates it), or why
+    /// the call failed.
+    pub answer: Result<Response, String>,
+    /// Warnings and errors it logged.
+    pub logs: Vec<LogLine>,
+    /// How long the call took, instantiation included.
+    pub elapsed: Duration,
+}
+
 impl PluginSet {
     /// Calls every hook of each loaded plugin's API version once, declared
     /// or not, with `ctx` and `files` (a sample turn): how `proem plugin
     /// check` finds a hook implemented but not declared, which proem would
     /// never call. Not used by builds.
     pub fn probe_hooks(&self, ctx: &BuildContext, files: &[BootstrapFile]) -> Vec<(String, Vec<HookProbe>)> {
+        let raw = raw_files(files);
+        self.call_hooks(ctx, files)
+            .into_iter()
+            .map(|(id, calls)| {
+                let probes = calls
+                    .into_iter()
+                    .map(|call| HookProbe {
+                        hook: call.hook,
+                        declared: call.declared,
+                        answer: match call.answer {
+                            Ok(Response::Sections(s)) => Ok(!s.is_empty()),
+                            Ok(Response::Overlay(o)) => Ok(o.is_some_and(|o| o != hooks::RawOverlay::default())),
+                            Ok(Response::Contribution(s, ends)) => {
+                                Ok(!s.is_empty() || ends != hooks::RawOverlay::default())
+                            }
+                            Ok(Response::Bootstrap(f)) => Ok(f != raw),
+                            Ok(Response::Info(_)) => Ok(false),
+                            Err(why) => Err(why),
+                        },
+                    })
+                    .collect();
+                (id, probes)
+            })
+            .collect()
+    }
+
+    /// Calls every hook of each loaded plugin's API version once, declared
+    /// or not, with `ctx` (its config set per plugin) and `files`, each in
+    /// its own sandbox as a build would (a stable or bootstrap hook sees no
+    /// clock), and gives each raw answer: `proem plugin run` and `proem
+    /// plugin check`. Nothing is memoised or kept. Not used by builds.
+    pub fn call_hooks(&self, ctx: &BuildContext, files: &[BootstrapFile]) -> Vec<(String, Vec<HookCall>)> {
         if !self.runtime.runs_code() {
             return Vec::new();
         }
         let raw = raw_files(files);
+        let (stable_files, turn_files): (Vec<RawFile>, Vec<RawFile>) =
+            raw.iter().cloned().partition(|f| group_of(&f.name) != FileGroup::Dynamic);
+        let now = Duration::from_secs(u64::try_from(ctx.unix_seconds).unwrap_or(0));
         let mut out = Vec::new();
         for plugin in &self.plugins {
             let Ok(ready) = &plugin.state else { continue };
             let info = &ready.info;
             let ctx = with_config(ctx, plugin);
-            let hooks: Vec<(Hook, bool, Request)> = if ready.splits_zones() {
+            let stable_ctx = with_config(&blank_turn(&ctx), plugin);
+            let hooks: Vec<(Hook, bool, Sees, Request)> = if ready.splits_zones() {
                 vec![
-                    (Hook::Stable, info.stable, Request::Stable(ctx.clone(), raw.clone())),
-                    (Hook::Turn, info.turn, Request::Turn(ctx.clone(), Vec::new())),
-                    (Hook::Bootstrap, info.bootstrap, Request::Bootstrap(ctx.clone(), raw.clone())),
+                    (
+                        Hook::Stable,
+                        info.stable,
+                        Sees::Stable,
+                        Request::Stable(stable_ctx.clone(), stable_files.clone()),
+                    ),
+                    (Hook::Turn, info.turn, Sees::Turn(now), Request::Turn(ctx.clone(), turn_files.clone())),
+                    (
+                        Hook::Bootstrap,
+                        info.bootstrap,
+                        Sees::Stable,
+                        Request::Bootstrap(stable_ctx, stable_files.clone()),
+                    ),
                 ]
             } else {
                 vec![
-                    (Hook::Sections, info.sections, Request::Sections(ctx.clone())),
-                    (Hook::Overlay, info.overlay, Request::Overlay(ctx.clone())),
-                    (Hook::Bootstrap, info.bootstrap, Request::Bootstrap(ctx.clone(), raw.clone())),
+                    (Hook::Sections, info.sections, Sees::Turn(now), Request::Sections(ctx.clone())),
+                    (Hook::Overlay, info.overlay, Sees::Turn(now), Request::Overlay(ctx.clone())),
+                    (Hook::Bootstrap, info.bootstrap, Sees::Turn(now), Request::Bootstrap(ctx.clone(), raw.clone())),
                 ]
             };
             let calls = hooks
                 .iter()
-                .map(|(_, _, request)| {
-                    let now = Duration::from_secs(u64::try_from(ctx.unix_seconds).unwrap_or(0));
-                    plugin.call(
+                .map(|(_, _, sees, request)| {
+                    plugin.call_seeing(
                         &ready.code,
                         &self.agent_dir,
-                        now,
+                        *sees,
                         Tokenizer::O200kBase,
                         plugin.deadline,
                         request.clone(),
                     )
                 })
                 .collect();
-            let probes = hooks
+            let answers = hooks
                 .iter()
                 .zip(self.runtime.run(calls, &mut || {}))
-                .map(|((hook, declared, _), outcome)| HookProbe {
+                .map(|((hook, declared, _, _), outcome)| HookCall {
                     hook: *hook,
                     declared: *declared,
-                    answer: match outcome.result {
-                        Ok(Response::Sections(s)) => Ok(!s.is_empty()),
-                        Ok(Response::Overlay(o)) => Ok(o.is_some_and(|o| o != hooks::RawOverlay::default())),
-                        Ok(Response::Contribution(s, ends)) => {
-                            Ok(!s.is_empty() || ends != hooks::RawOverlay::default())
-                        }
-                        Ok(Response::Bootstrap(f)) => Ok(f != raw),
-                        Ok(Response::Info(_)) => Ok(false),
-                        Err(f) => Err(f.describe()),
-                    },
+                    answer: outcome.result.map_err(|f| f.describe()),
+                    logs: outcome.logs,
+                    elapsed: outcome.elapsed,
                 })
                 .collect();
-            out.push((plugin.id.clone(), probes));
+            out.push((plugin.id.clone(), answers));
         }
         out
     }
@@ -817,12 +864,14 @@ impl PluginSet {
 
     /// The keys of a call whose [`call_key`] is `key`. A plugin that may
     /// read the workspace is keyed by it too: by the file check's
-    /// generation in this process, by the workspace's stamp on disk. Kept
-    /// on disk only when `lasting` (the hook sees no clock), there is an
-    /// answers directory and, for such a plugin, a stamp; the disk key
-    /// adds what this process's memo takes as fixed: the binary and the
-    /// limits.
-    fn call_keys(&self, plugin: &LoadedPlugin, ready: &Ready, key: u128, lasting: bool, memo: MemoKeys) -> CallKeys {
+    /// generation in this process, by the workspace's stamp on disk. Every
+    /// hook's answer is kept on disk when there is an answers directory
+    /// and, for such a plugin, a stamp: the call key holds everything the
+    /// plugin can observe (a turn hook's clock, channel and chat included),
+    /// so the same turn in a new process runs no plugin code, whatever
+    /// hooks it declares. The disk key adds what this process's memo takes
+    /// as fixed: the binary and the limits.
+    fn call_keys(&self, plugin: &LoadedPlugin, ready: &Ready, key: u128, memo: MemoKeys) -> CallKeys {
         let reads = plugin.grants.workspace_read;
         let memory = if reads {
             let mut h = KeyHasher::default();
@@ -832,7 +881,7 @@ impl PluginSet {
             key
         };
         let stamp = if reads { memo.workspace_stamp.map(Some) } else { Some(None) };
-        let disk = self.answers.as_ref().filter(|_| lasting).zip(stamp).map(|(answers, stamp)| {
+        let disk = self.answers.as_ref().zip(stamp).map(|(answers, stamp)| {
             answers.key(|h| {
                 h.str("hook").num128(key).str(&ready.code.wasm.identity);
                 h.num(plugin.memory_bytes as u64).num(plugin.deadline.as_micros() as u64);
@@ -1084,7 +1133,12 @@ fn apply_files(
 }
 
 /// Turns a config entry into a plugin record and its bytes (or why not).
-fn prepare(config: &PluginConfig, agent_dir: &Path, runtime: &dyn Runtime) -> (LoadedPlugin, Result<Wasm, String>) {
+fn prepare(
+    config: &PluginConfig,
+    agent_dir: &Path,
+    runtime: &dyn Runtime,
+    answers: Option<&Answers>,
+) -> (LoadedPlugin, Result<Wasm, String>) {
     let origin = match (&config.source, &config.path) {
         (Some(source), _) => source.clone(),
         (None, Some(path)) => path.clone(),
@@ -1114,54 +1168,35 @@ fn prepare(config: &PluginConfig, agent_dir: &Path, runtime: &dyn Runtime) -> (L
             if BUILTIN_IDS.contains(&name) {
                 // A runtime that runs no code carries none: the answers kept
                 // for `builtin:<name>` stand for it (see `Wasm::identity`).
-                let bytes = runtime.builtin(name).unwrap_or_default();
-                Ok(Wasm { bytes: Cow::Borrowed(bytes), identity: format!("builtin:{name}") })
+                Ok(Wasm::builtin(name, runtime.builtin(name).unwrap_or_default()))
             } else {
                 Err(format!("{source}: no such built-in plugin (built-in: {})", BUILTIN_IDS.join(", ")))
             }
         }
-        (None, Some(path)) => read_plugin_file(agent_dir, path, config.declared_at.as_deref()).map(|bytes| Wasm {
-            identity: format!("sha256:{}", crate::digest::sha256_hex(&bytes)),
-            bytes: Cow::Owned(bytes),
-        }),
+        (None, Some(path)) => Wasm::open(agent_dir, path, config.declared_at.as_deref(), answers),
         (None, None) => Err("no source or path".into()),
     };
     (plugin, wasm)
 }
 
-/// The largest plugin file proem reads (official plugins are ~150-250 KB).
-pub const MAX_PLUGIN_BYTES: u64 = 64 * 1024 * 1024;
-
-/// Reads a plugin file through a capability handle on the agent directory,
-/// like every other workspace read: a symlink or path that leaves the
-/// directory is refused, and so is a file over [`MAX_PLUGIN_BYTES`]. A file
-/// that is not there is named with the line of proem.toml that names it
-/// (`declared_at`) and what to do.
-fn read_plugin_file(agent_dir: &Path, path: &str, declared_at: Option<&str>) -> Result<Vec<u8>, String> {
-    use std::io::Read;
-    let shown = agent_dir.join(path).display().to_string();
-    let dir = cap_std::fs::Dir::open_ambient_dir(agent_dir, cap_std::ambient_authority())
-        .map_err(|e| format!("{}: cannot open the agent directory: {e}", agent_dir.display()))?;
-    // Opened without blocking, so a FIFO named as a plugin is refused by the
-    // regular-file check below instead of hanging `build` and `plugins`.
-    let file = dir.open_with(path, &crate::disk::nonblocking_read()).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => format!(
-            "{shown}: no such file, named by path = {path:?} at {}: build or copy the plugin there \
-             (`proem plugin add FILE.wasm --into AGENT_DIR`), correct the path, or remove the [[plugins]] entry",
-            declared_at.unwrap_or("its [[plugins]] entry")
-        ),
-        _ => format!("{shown}: cannot read the plugin: {e}"),
-    })?;
-    let meta = file.metadata().map_err(|e| format!("{shown}: {e}"))?;
-    if !meta.is_file() {
-        return Err(format!("{shown}: not a regular file"));
+/// Whether an entry's config matches its plugin's schema; if not, every
+/// problem (at most [`crate::plugin::config_schema::MAX_PROBLEMS`]) with
+/// where it is: the entry's line in proem.toml, the key in the config, the
+/// keyword in the schema.
+fn config_matches(schema: &Schema, plugin: &LoadedPlugin, config: Option<&&PluginConfig>) -> Result<(), String> {
+    let value: serde_json::Value = serde_json::from_str(&plugin.config_json).unwrap_or_default();
+    let problems = schema.check(&value);
+    if problems.is_empty() {
+        return Ok(());
     }
-    if meta.len() > MAX_PLUGIN_BYTES {
-        return Err(format!("{shown}: {} bytes, over the {} byte limit for a plugin", meta.len(), MAX_PLUGIN_BYTES));
-    }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.into_std().take(MAX_PLUGIN_BYTES).read_to_end(&mut bytes).map_err(|e| format!("{shown}: {e}"))?;
-    Ok(bytes)
+    let line = config.and_then(|c| c.line.0).map(|n| format!(" at line {n}")).unwrap_or_default();
+    let listed: Vec<String> = problems.iter().map(ToString::to_string).collect();
+    Err(format!(
+        "its config ([[plugins]] id = {:?}{line} of proem.toml) does not match the schema the plugin declares: {}; \
+         fix the config (proem plugin check FILE.wasm --config FILE says the same)",
+        plugin.id,
+        listed.join("; ")
+    ))
 }
 
 /// The key of what `describe` said about `wasm`.
@@ -1230,18 +1265,21 @@ fn open_binaries(
 /// A plugin ready to run, from what `describe` said; compiled when a call
 /// needs it.
 fn ready(described: Described, wasm: &Wasm, cache_dir: Option<&Arc<CacheDir>>, runtime: &'static dyn Runtime) -> Ready {
-    Ready { info: described.info, code: Arc::new(code(described.api, wasm, cache_dir, runtime)) }
+    // Checked before it was kept: a schema that no longer parses (another
+    // proem's subset) is dropped with a warning rather than trusted.
+    let config_schema = described.config_schema.as_deref().and_then(|text| match Schema::parse(text.as_bytes()) {
+        Ok(schema) => Some(Arc::new(schema)),
+        Err(why) => {
+            tracing::warn!("a kept config schema no longer parses ({why}); not checked");
+            None
+        }
+    });
+    Ready { info: described.info, config_schema, code: Arc::new(code(described.api, wasm, cache_dir, runtime)) }
 }
 
 /// A binary's code, not compiled yet.
 fn code(api: String, wasm: &Wasm, cache_dir: Option<&Arc<CacheDir>>, runtime: &'static dyn Runtime) -> Code {
-    Code {
-        api,
-        wasm: Wasm { bytes: wasm.bytes.clone(), identity: wasm.identity.clone() },
-        cache_dir: cache_dir.cloned(),
-        runtime,
-        linked: OnceLock::new(),
-    }
+    Code { api, wasm: wasm.clone(), cache_dir: cache_dir.cloned(), runtime, linked: OnceLock::new() }
 }
 
 /// The name `describe`'s sandbox runs under: it seeds the call's
@@ -1282,18 +1320,29 @@ fn open(
     answers: Option<&Answers>,
     runtime: &'static dyn Runtime,
 ) -> Result<Ready, String> {
-    let api = runtime.check(&wasm.bytes)?;
+    let bytes = wasm.bytes()?;
+    let api = runtime.check(&bytes)?;
+    let config_schema = match runtime.config_schema(&bytes)? {
+        Some(section) => {
+            let schema = Schema::parse(&section).map_err(|why| {
+                format!("its config schema (custom section {}) {why}", crate::plugin::config_schema::SECTION)
+            })?;
+            Some((String::from_utf8_lossy(&section).into_owned(), Arc::new(schema)))
+        }
+        None => None,
+    };
     let code = code(api.clone(), wasm, cache_dir, runtime);
-    let _ = code.linked.set(Ok(runtime.link(&wasm.bytes, &api, cache_dir.map(|d| &**d))?));
+    let _ = code.linked.set(Ok(runtime.link(&bytes, &api, cache_dir.map(|d| &**d))?));
     let outcome = runtime.run(vec![describe(&code, agent_dir)], &mut || {}).remove(0);
     let info = match outcome.result {
         Ok(Response::Info(info)) => info,
         Ok(_) => return Err("describe answered with the wrong hook".into()),
         Err(f) => return Err(format!("describe {}", f.describe())),
     };
-    let described = Described { api, info };
+    let (text, config_schema) = config_schema.unzip();
+    let described = Described { api, info, config_schema: text };
     if let Some(answers) = answers {
         answers.put(describe_key(answers, wasm), &described);
     }
-    Ok(Ready { info: described.info, code: Arc::new(code) })
+    Ok(Ready { info: described.info, config_schema, code: Arc::new(code) })
 }

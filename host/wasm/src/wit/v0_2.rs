@@ -187,7 +187,9 @@ pub(crate) async fn call(
     store: &mut wasmtime::Store<State>,
     request: Request,
 ) -> wasmtime::Result<Result<Response, String>> {
+    let instantiating = std::time::Instant::now();
     let plugin = pre.instantiate_async(&mut *store).await?;
+    tracing::debug!(instantiate_us = instantiating.elapsed().as_micros() as u64, "instantiated");
     // Instantiating is the host's work: the hook gets its whole deadline
     // from here.
     store.data().clock.restart();

@@ -1,0 +1,464 @@
+//! A plugin's declared config schema: the JSON Schema of its
+//! `[[plugins]] config` table, which proem checks the operator's table
+//! against when it loads the plugin (once per build, before any call), and
+//! `proem plugin check --config` and `proem plugin run --config` against a
+//! file.
+//!
+//! A plugin declares it in the custom section [`SECTION`] of its binary
+//! (beside `proem:api-version`): JSON, at most [`MAX_SCHEMA_BYTES`]. A
+//! custom section rather than a new hook: it is a fact about the binary,
+//! read without running it (so a build whose answers are all on disk checks
+//! the config too), it needs no new plugin API version, and every toolchain
+//! can add one (the Python and JS templates append theirs after building;
+//! the Rust SDK's `config_schema!` stamps it like the API version).
+//!
+//! The schema comes from the plugin, so it is untrusted input: a small
+//! subset of JSON Schema is understood ([`KEYWORDS`]; annotations such as
+//! `title`, `description`, `default`, `examples` and `$schema` are
+//! ignored), and anything else is refused when the plugin loads, naming
+//! the keyword and where it is. No `$ref`, no combinators, no patterns: so
+//! checking a value costs at most one visit per (value node, schema node)
+//! pair, and a schema is bounded in bytes, depth ([`MAX_DEPTH`]) and nodes
+//! ([`MAX_NODES`]).
+
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+
+/// The custom section a plugin's config schema is in.
+pub const SECTION: &str = "proem:config-schema";
+/// The largest schema read.
+pub const MAX_SCHEMA_BYTES: usize = 64 * 1024;
+/// The deepest a schema nests (schemas within schemas).
+pub const MAX_DEPTH: usize = 16;
+/// The most schemas within one schema, itself included.
+pub const MAX_NODES: usize = 512;
+/// The most problems reported for one config.
+pub const MAX_PROBLEMS: usize = 8;
+
+/// The keywords understood; [`ANNOTATIONS`] are ignored, anything else is
+/// refused.
+pub const KEYWORDS: &[&str] = &[
+    "type",
+    "properties",
+    "required",
+    "additionalProperties",
+    "items",
+    "enum",
+    "const",
+    "minimum",
+    "maximum",
+    "minLength",
+    "maxLength",
+    "minItems",
+    "maxItems",
+];
+/// Keywords that say something to people only.
+pub const ANNOTATIONS: &[&str] = &["title", "description", "default", "examples", "$schema", "$comment", "$id"];
+
+/// A checked schema.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Schema {
+    types: Option<Vec<Type>>,
+    properties: BTreeMap<String, Schema>,
+    required: Vec<String>,
+    /// `None`: any; `Some(None)`: none (false); `Some(Some(s))`: each by `s`.
+    additional: Option<Option<Box<Schema>>>,
+    items: Option<Box<Schema>>,
+    allowed: Option<Vec<Value>>,
+    minimum: Option<f64>,
+    maximum: Option<f64>,
+    min_length: Option<u64>,
+    max_length: Option<u64>,
+    min_items: Option<u64>,
+    max_items: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Type {
+    Object,
+    Array,
+    String,
+    Integer,
+    Number,
+    Boolean,
+    Null,
+}
+
+impl Type {
+    fn parse(name: &str) -> Option<Type> {
+        Some(match name {
+            "object" => Type::Object,
+            "array" => Type::Array,
+            "string" => Type::String,
+            "integer" => Type::Integer,
+            "number" => Type::Number,
+            "boolean" => Type::Boolean,
+            "null" => Type::Null,
+            _ => return None,
+        })
+    }
+
+    fn of(value: &Value) -> &'static str {
+        match value {
+            Value::Object(_) => "an object",
+            Value::Array(_) => "an array",
+            Value::String(_) => "a string",
+            Value::Number(n) if n.is_i64() || n.is_u64() => "an integer",
+            Value::Number(_) => "a number",
+            Value::Bool(_) => "a boolean",
+            Value::Null => "null",
+        }
+    }
+
+    fn admits(self, value: &Value) -> bool {
+        match (self, value) {
+            (Type::Object, Value::Object(_)) | (Type::Array, Value::Array(_)) | (Type::String, Value::String(_)) => {
+                true
+            }
+            (Type::Boolean, Value::Bool(_)) | (Type::Null, Value::Null) | (Type::Number, Value::Number(_)) => true,
+            (Type::Integer, Value::Number(n)) => {
+                n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0)
+            }
+            _ => false,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Type::Object => "object",
+            Type::Array => "array",
+            Type::String => "string",
+            Type::Integer => "integer",
+            Type::Number => "number",
+            Type::Boolean => "boolean",
+            Type::Null => "null",
+        }
+    }
+}
+
+impl Schema {
+    /// Parses a schema from the section's bytes, or says what is wrong and
+    /// where (a JSON pointer into the schema).
+    pub fn parse(bytes: &[u8]) -> Result<Schema, String> {
+        if bytes.len() > MAX_SCHEMA_BYTES {
+            return Err(format!("{} bytes, over the {MAX_SCHEMA_BYTES} byte limit", bytes.len()));
+        }
+        // serde_json refuses nesting past 128 levels on its own; the schema
+        // walk below stops at MAX_DEPTH schemas.
+        let value: Value = serde_json::from_slice(bytes).map_err(|e| format!("not JSON: {e}"))?;
+        let mut nodes = 0usize;
+        Schema::of(&value, "", 0, &mut nodes)
+    }
+
+    fn of(value: &Value, at: &str, depth: usize, nodes: &mut usize) -> Result<Schema, String> {
+        let here = if at.is_empty() { "/" } else { at };
+        if depth >= MAX_DEPTH {
+            return Err(format!("{here}: nested deeper than {MAX_DEPTH} schemas"));
+        }
+        *nodes += 1;
+        if *nodes > MAX_NODES {
+            return Err(format!("{here}: more than {MAX_NODES} schemas in all"));
+        }
+        let object = value.as_object().ok_or_else(|| format!("{here}: a schema is a JSON object"))?;
+        for key in object.keys() {
+            if !KEYWORDS.contains(&key.as_str()) && !ANNOTATIONS.contains(&key.as_str()) {
+                return Err(format!(
+                    "{here}: `{}` is not supported by proem (supported: {})",
+                    crate::plugin::hooks::label(key, 60),
+                    KEYWORDS.join(", ")
+                ));
+            }
+        }
+        let child = |key: &str, value: &Value, nodes: &mut usize| {
+            Schema::of(value, &format!("{at}/{}", pointer_escape(key)), depth + 1, nodes)
+        };
+        let mut schema = Schema {
+            types: None,
+            properties: BTreeMap::new(),
+            required: Vec::new(),
+            additional: None,
+            items: None,
+            allowed: None,
+            minimum: None,
+            maximum: None,
+            min_length: None,
+            max_length: None,
+            min_items: None,
+            max_items: None,
+        };
+        if let Some(types) = object.get("type") {
+            let names: Vec<&Value> = match types {
+                Value::Array(list) => list.iter().collect(),
+                one => vec![one],
+            };
+            let parsed: Option<Vec<Type>> = names.iter().map(|n| n.as_str().and_then(Type::parse)).collect();
+            schema.types = Some(parsed.ok_or_else(|| {
+                format!(
+                    "{at}/type: a type name (object, array, string, integer, number, boolean, null) or a list of them"
+                )
+            })?);
+        }
+        if let Some(properties) = object.get("properties") {
+            let properties = properties.as_object().ok_or_else(|| format!("{at}/properties: an object of schemas"))?;
+            for (name, value) in properties {
+                let sub = Schema::of(value, &format!("{at}/properties/{}", pointer_escape(name)), depth + 1, nodes)?;
+                schema.properties.insert(name.clone(), sub);
+            }
+        }
+        if let Some(required) = object.get("required") {
+            let names: Option<Vec<String>> =
+                required.as_array().and_then(|list| list.iter().map(|n| n.as_str().map(str::to_string)).collect());
+            schema.required = names.ok_or_else(|| format!("{at}/required: a list of property names"))?;
+        }
+        match object.get("additionalProperties") {
+            None => {}
+            Some(Value::Bool(true)) => {}
+            Some(Value::Bool(false)) => schema.additional = Some(None),
+            Some(value) => schema.additional = Some(Some(Box::new(child("additionalProperties", value, nodes)?))),
+        }
+        if let Some(items) = object.get("items") {
+            schema.items = Some(Box::new(child("items", items, nodes)?));
+        }
+        if let Some(allowed) = object.get("enum") {
+            schema.allowed = Some(allowed.as_array().cloned().ok_or_else(|| format!("{at}/enum: a list of values"))?);
+        }
+        if let Some(only) = object.get("const") {
+            schema.allowed = Some(vec![only.clone()]);
+        }
+        let number = |key: &str| -> Result<Option<f64>, String> {
+            object.get(key).map(|v| v.as_f64().ok_or_else(|| format!("{at}/{key}: a number"))).transpose()
+        };
+        let count = |key: &str| -> Result<Option<u64>, String> {
+            object.get(key).map(|v| v.as_u64().ok_or_else(|| format!("{at}/{key}: a whole number"))).transpose()
+        };
+        schema.minimum = number("minimum")?;
+        schema.maximum = number("maximum")?;
+        schema.min_length = count("minLength")?;
+        schema.max_length = count("maxLength")?;
+        schema.min_items = count("minItems")?;
+        schema.max_items = count("maxItems")?;
+        Ok(schema)
+    }
+
+    /// Checks `value` (a config as JSON); each problem names where in the
+    /// config (a dotted key path, `config` for the table itself) and where
+    /// in the schema (a JSON pointer): at most [`MAX_PROBLEMS`].
+    pub fn check(&self, value: &Value) -> Vec<Problem> {
+        let mut problems = Vec::new();
+        self.check_at(value, "config", "", &mut problems);
+        problems
+    }
+
+    fn check_at(&self, value: &Value, at: &str, schema_at: &str, out: &mut Vec<Problem>) {
+        if out.len() >= MAX_PROBLEMS {
+            return;
+        }
+        let mut say = |what: String, keyword: &str| {
+            if out.len() < MAX_PROBLEMS {
+                out.push(Problem { at: at.to_string(), schema: format!("{schema_at}/{keyword}"), what });
+            }
+        };
+        if let Some(types) = &self.types {
+            if !types.iter().any(|t| t.admits(value)) {
+                let names: Vec<&str> = types.iter().map(|t| t.name()).collect();
+                return say(format!("is {}, where the plugin takes {}", Type::of(value), names.join(" or ")), "type");
+            }
+        }
+        if let Some(allowed) = &self.allowed {
+            if !allowed.contains(value) {
+                let shown: Vec<String> =
+                    allowed.iter().take(8).map(|v| crate::text::one_line(&v.to_string(), 60)).collect();
+                say(
+                    format!("is {}, not one of {}", crate::text::one_line(&value.to_string(), 60), shown.join(", ")),
+                    "enum",
+                );
+            }
+        }
+        match value {
+            Value::Number(n) => {
+                let n = n.as_f64().unwrap_or(f64::NAN);
+                if self.minimum.is_some_and(|min| n.is_nan() || n < min) {
+                    say(format!("is {n}, under the minimum {}", self.minimum.unwrap_or_default()), "minimum");
+                }
+                if self.maximum.is_some_and(|max| n.is_nan() || n > max) {
+                    say(format!("is {n}, over the maximum {}", self.maximum.unwrap_or_default()), "maximum");
+                }
+            }
+            Value::String(s) => {
+                let chars = s.chars().count() as u64;
+                if self.min_length.is_some_and(|min| chars < min) {
+                    say(
+                        format!("has {chars} characters, fewer than {}", self.min_length.unwrap_or_default()),
+                        "minLength",
+                    );
+                }
+                if self.max_length.is_some_and(|max| chars > max) {
+                    say(
+                        format!("has {chars} characters, more than {}", self.max_length.unwrap_or_default()),
+                        "maxLength",
+                    );
+                }
+            }
+            Value::Array(items) => {
+                let n = items.len() as u64;
+                if self.min_items.is_some_and(|min| n < min) {
+                    say(format!("has {n} items, fewer than {}", self.min_items.unwrap_or_default()), "minItems");
+                }
+                if self.max_items.is_some_and(|max| n > max) {
+                    say(format!("has {n} items, more than {}", self.max_items.unwrap_or_default()), "maxItems");
+                }
+                if let Some(each) = &self.items {
+                    for (i, item) in items.iter().enumerate() {
+                        each.check_at(item, &format!("{at}[{i}]"), &format!("{schema_at}/items"), out);
+                    }
+                }
+            }
+            Value::Object(map) => self.check_object(map, at, schema_at, out),
+            _ => {}
+        }
+    }
+
+    fn check_object(&self, map: &Map<String, Value>, at: &str, schema_at: &str, out: &mut Vec<Problem>) {
+        for name in &self.required {
+            if !map.contains_key(name) && out.len() < MAX_PROBLEMS {
+                out.push(Problem {
+                    at: format!("{at}.{}", crate::plugin::hooks::label(name, 60)),
+                    schema: format!("{schema_at}/required"),
+                    what: "is required, and not set".into(),
+                });
+            }
+        }
+        for (name, item) in map {
+            let item_at = format!("{at}.{name}");
+            match (self.properties.get(name), &self.additional) {
+                (Some(schema), _) => {
+                    schema.check_at(item, &item_at, &format!("{schema_at}/properties/{}", pointer_escape(name)), out)
+                }
+                (None, Some(None)) => {
+                    if out.len() < MAX_PROBLEMS {
+                        let known: Vec<&str> = self.properties.keys().map(String::as_str).take(20).collect();
+                        out.push(Problem {
+                            at: item_at,
+                            schema: format!("{schema_at}/additionalProperties"),
+                            what: format!("is not a setting of this plugin (it takes: {})", known.join(", ")),
+                        });
+                    }
+                }
+                (None, Some(Some(schema))) => {
+                    schema.check_at(item, &item_at, &format!("{schema_at}/additionalProperties"), out)
+                }
+                (None, None) => {}
+            }
+        }
+    }
+}
+
+/// One way a config does not match its plugin's schema.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// Where in the config: `config`, `config.note`, `config.list[2]`.
+    pub at: String,
+    /// Where in the schema: a JSON pointer to the keyword that refused it.
+    pub schema: String,
+    /// What is wrong.
+    pub what: String,
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {} (schema {})", crate::text::one_line(&self.at, 200), self.what, self.schema)
+    }
+}
+
+/// A key as a JSON pointer token (RFC 6901), made printable.
+fn pointer_escape(key: &str) -> String {
+    crate::plugin::hooks::label(&key.replace('~', "~0").replace('/', "~1"), 60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    fn schema(value: Value) -> Schema {
+        Schema::parse(value.to_string().as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn a_config_is_checked_against_the_subset_naming_config_and_schema_paths() {
+        let s = schema(json!({
+            "type": "object",
+            "properties": {
+                "note": {"type": "string", "maxLength": 5},
+                "level": {"enum": ["low", "high"]},
+                "n": {"type": "integer", "minimum": 1, "maximum": 3},
+                "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 2}
+            },
+            "required": ["note"],
+            "additionalProperties": false
+        }));
+        assert!(s.check(&json!({"note": "hi", "level": "low", "n": 2, "tags": ["a"]})).is_empty());
+        let problems = s.check(&json!({"note": "too long", "level": "mid", "n": 9, "tags": ["a", 1], "x": true}));
+        let shown: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            shown,
+            [
+                "config.level is \"mid\", not one of \"low\", \"high\" (schema /properties/level/enum)",
+                "config.n is 9, over the maximum 3 (schema /properties/n/maximum)",
+                "config.note has 8 characters, more than 5 (schema /properties/note/maxLength)",
+                "config.tags[1] is an integer, where the plugin takes string (schema /properties/tags/items/type)",
+                "config.x is not a setting of this plugin (it takes: level, n, note, tags) (schema /additionalProperties)",
+            ]
+        );
+        let missing = s.check(&json!({}));
+        assert_eq!(missing[0].to_string(), "config.note is required, and not set (schema /required)");
+    }
+
+    #[test]
+    fn a_schema_outside_the_subset_is_refused_naming_the_keyword_and_where() {
+        for (bad, expected) in [
+            (json!({"properties": {"a": {"$ref": "#"}}}), "/properties/a: `$ref` is not supported"),
+            (json!({"oneOf": []}), "/: `oneOf` is not supported"),
+            (json!({"type": "text"}), "/type: a type name"),
+            (json!({"items": 3}), "/items: a schema is a JSON object"),
+            (json!({"maxLength": -1}), "/maxLength: a whole number"),
+            (json!([]), "/: a schema is a JSON object"),
+        ] {
+            let err = Schema::parse(bad.to_string().as_bytes()).unwrap_err();
+            assert!(err.contains(expected), "{bad}: {err}");
+        }
+        assert!(Schema::parse(b"{").unwrap_err().starts_with("not JSON"));
+    }
+
+    proptest! {
+        /// Whatever bytes or nesting a hostile plugin puts in its section,
+        /// parsing ends with a schema or an error (never a panic or a stack
+        /// overflow), bounded in depth and nodes, and checking any value
+        /// against what parsed reports at most MAX_PROBLEMS problems.
+        #[test]
+        fn a_hostile_schema_is_bounded(
+            depth in 0usize..200,
+            width in 0usize..2000,
+            key in "[a-z~/]{0,8}",
+            bytes in proptest::collection::vec(any::<u8>(), 0..256),
+        ) {
+            let _ = Schema::parse(&bytes);
+            let mut nested = String::from("{}");
+            for _ in 0..depth {
+                nested = format!("{{\"items\": {nested}}}");
+            }
+            let parsed = Schema::parse(nested.as_bytes());
+            prop_assert_eq!(parsed.is_ok(), depth < MAX_DEPTH, "depth {}", depth);
+            let wide: Map<String, Value> =
+                (0..width).map(|i| (format!("{key}{i}"), json!({"type": "string"}))).collect();
+            let wide = json!({"properties": wide, "additionalProperties": false});
+            let parsed = Schema::parse(wide.to_string().as_bytes());
+            prop_assert_eq!(parsed.is_ok(), width < MAX_NODES && wide.to_string().len() <= MAX_SCHEMA_BYTES);
+            if let Ok(schema) = parsed {
+                let config: Map<String, Value> = (0..width + 20).map(|i| (format!("k{i}"), json!(i))).collect();
+                prop_assert!(schema.check(&Value::Object(config)).len() <= MAX_PROBLEMS);
+            }
+        }
+    }
+}
