@@ -13,6 +13,7 @@ pub mod assembler;
 pub mod bootstrap;
 pub mod bounds;
 pub mod budget;
+pub mod cache;
 pub mod cache_dir;
 pub mod config;
 pub mod core_sections;
