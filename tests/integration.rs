@@ -9,6 +9,7 @@ mod architecture;
 mod arithmetic;
 mod budget;
 mod cache_boundary;
+mod cache_profiles;
 mod caching;
 mod cli;
 mod compat_v0_1;

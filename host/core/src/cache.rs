@@ -46,7 +46,7 @@ impl Default for CacheConfig {
         CacheConfig {
             profile: ProfileChoice::Auto,
             per_turn: PerTurn::System,
-            session_tier: false,
+            session_tier: true,
             ttl: Ttls::default(),
         }
     }

@@ -34,7 +34,8 @@ impl Zone {
 /// turn. The rule is the inputs' (one place, [`Section::tier`]): a stable
 /// section is `Stable`; a core dynamic section is `Session` unless its
 /// table row says it reads inputs that change each turn
-/// ([`CoreSpec::each_turn`]: the clock, the extra prompt); a contributed
+/// ([`CoreSpec::each_turn`]: the clock, the extra prompt, and the
+/// reminder, which must come last); a contributed
 /// dynamic section (a `turn` hook's, an overlay's suffix, a library
 /// caller's) is `Turn`, since nothing bounds what it reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -261,10 +262,11 @@ pub struct CoreSpec {
     pub per_turn: bool,
     /// Which per-turn inputs, in words (for the error that refuses a layout).
     pub turn_inputs: &'static str,
-    /// Made from inputs that change from one turn of a session to the
-    /// next (the clock, the extra prompt): in the turn tier (see
-    /// [`Tier`]). Every other core section reads only what holds for a
-    /// whole session, so it can be cached with the session.
+    /// In the turn tier (see [`Tier`]): made from inputs that change from
+    /// one turn of a session to the next (the clock, the extra prompt), or
+    /// (the reminder) meant to be the last thing the model reads, which
+    /// only the turn tier is. Every other core section reads only what
+    /// holds for a whole session, so it is cached with the session.
     pub each_turn: bool,
     /// Never cut by the budget.
     pub protected: bool,
@@ -378,7 +380,9 @@ pub const CORE_SECTIONS: [CoreSpec; 40] = [
     stable(ids::SUBAGENTS, D, false),
     stable(ids::HEARTBEATS, D, false),
     per_turn(ids::RUNTIME, "the channel, chat and thinking level"),
-    stable(ids::RECENCY, D, false),
+    // The reminder closes the prompt (GoClaw's recency): it goes with the
+    // turn, last (a few dozen tokens sent uncached each turn).
+    CoreSpec { each_turn: true, ..stable(ids::RECENCY, D, false) },
     stable(ids::TOOL_PROTOCOL, D, false),
 ];
 
@@ -434,6 +438,31 @@ mod tests {
             .iter()
             .filter(|s| s.per_turn)
             .all(|s| s.zone == Zone::Dynamic && !s.turn_inputs.is_empty()));
+    }
+
+    #[test]
+    fn the_tier_follows_the_zone_the_table_and_the_source() {
+        let core = |id: &str, zone| Section {
+            id: id.into(),
+            source: Source::Core,
+            zone,
+            slot: Slot::new(id, Placement::At).unwrap(),
+            priority: 0,
+            modes: ModeSet::ALL,
+            protected: false,
+            body: String::new(),
+        };
+        let tier = |id: &str| core(id, Zone::Dynamic).tier();
+        for id in [ids::TIME, ids::EXTRA_CONTEXT, ids::RECENCY] {
+            assert_eq!(tier(id), Tier::Turn, "{id}");
+        }
+        for id in [ids::CHANNEL_FORMATTING, ids::GROUP_REPLY, ids::DYNAMIC_FILES, ids::RUNTIME, ids::SKILLS] {
+            assert_eq!(tier(id), Tier::Session, "{id}: session inputs only");
+        }
+        assert_eq!(core(ids::RECENCY, Zone::Stable).tier(), Tier::Stable, "the zone comes first");
+        let from_a_hook = Section { source: Source::Plugin("p".into()), ..core(ids::RUNTIME, Zone::Dynamic) };
+        assert_eq!(from_a_hook.tier(), Tier::Turn, "contributed text may read anything of the turn");
+        assert!(CORE_SECTIONS.iter().filter(|s| s.each_turn).all(|s| s.zone == Zone::Dynamic));
     }
 
     #[test]
