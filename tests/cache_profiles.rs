@@ -101,7 +101,8 @@ fn openai_keys_the_request_by_the_stable_hash_and_prefix_adds_nothing() {
     assert_eq!(content, format!("{}\n\n{}", built.stable, built.dynamic));
     assert!(content.starts_with(&built.stable) && !content.contains("PROEM_CACHE_BOUNDARY"));
     // A new turn of another day keeps the key (the stable part did not move).
-    let later = a.build(&Turn { now: Some(proem_core::turn::parse_now("2027-01-02T03:04:05Z").unwrap()), ..group_turn() });
+    let later =
+        a.build(&Turn { now: Some(proem_core::turn::parse_now("2027-01-02T03:04:05Z").unwrap()), ..group_turn() });
     assert_eq!(json(&later, Format::Openai)["prompt_cache_key"], openai["prompt_cache_key"]);
     let prefix = json(&built, Format::Prefix);
     assert_eq!(prefix, serde_json::json!({"messages": [{"role": "system", "content": content}]}), "no markers, no key");
@@ -137,7 +138,9 @@ fn without_the_session_tier_the_dynamic_part_keeps_the_layout_order() {
 /// A trace whose turns carry a new extra prompt each: what
 /// `per_turn = "user_message"` is for.
 fn support_trace() -> String {
-    let agents = (0..40).map(|i| format!("Rule {i}: answer the customer politely and check the order first.")).collect::<Vec<_>>();
+    let agents = (0..40)
+        .map(|i| format!("Rule {i}: answer the customer politely and check the order first."))
+        .collect::<Vec<_>>();
     let seed = serde_json::json!({
         "agent": "desk",
         "files": {"AGENTS.md": agents.join("\n"), "proem.toml": "[provider]\nname = \"anthropic\"\n"},
@@ -148,11 +151,14 @@ fn support_trace() -> String {
         for t in 0..4 {
             let time = format!("2026-11-24T09:{:02}:{:02}Z", s * 10 + t, s * 7);
             let extra = format!("Customer record {s}-{t}: {}", "order history line. ".repeat(30 + t));
-            lines.push(serde_json::json!({
-                "agent": "desk", "session": format!("agent:desk:webchat:direct:c{s}"), "time": time,
-                "channel": "webchat", "chat": "direct", "tools": ["order_get"], "extra": extra,
-                "user": format!("Where is my order {s}{t}?"), "reply": "Let me check. ".repeat(20),
-            }).to_string());
+            lines.push(
+                serde_json::json!({
+                    "agent": "desk", "session": format!("agent:desk:webchat:direct:c{s}"), "time": time,
+                    "channel": "webchat", "chat": "direct", "tools": ["order_get"], "extra": extra,
+                    "user": format!("Where is my order {s}{t}?"), "reply": "Let me check. ".repeat(20),
+                })
+                .to_string(),
+            );
         }
     }
     lines.join("\n")
@@ -172,7 +178,8 @@ fn the_replay_shows_user_message_reusing_more_and_no_model_beyond_the_limit() {
                     && !r.variant.all_five_minutes
                     && (before
                         || (r.variant.tiering.session_tier
-                            && (r.variant.tiering.per_turn == proem_core::cache::PerTurn::UserMessage) == per_turn_user))
+                            && (r.variant.tiering.per_turn == proem_core::cache::PerTurn::UserMessage)
+                                == per_turn_user))
             })
             .unwrap()
             .clone()

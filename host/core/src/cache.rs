@@ -62,7 +62,8 @@ impl CacheConfig {
     /// `[cache] ttl` key that breaks it and the fix.
     pub fn check(&self) -> Result<(), (String, String)> {
         let t = &self.ttl;
-        let order = [("tools", t.tools), ("stable", t.stable), ("session", t.session), ("conversation", t.conversation)];
+        let order =
+            [("tools", t.tools), ("stable", t.stable), ("session", t.session), ("conversation", t.conversation)];
         for pair in order.windows(2) {
             let ((before, a), (after, b)) = (pair[0], pair[1]);
             if b > a {
@@ -308,8 +309,8 @@ mod tests {
 
     #[test]
     fn the_config_reads_its_keys_and_refuses_a_short_ttl_before_a_long_one() {
-        let c: CacheConfig = toml::from_str("profile = \"openai\"\nper_turn = \"user_message\"\nsession_tier = false\n")
-            .unwrap();
+        let c: CacheConfig =
+            toml::from_str("profile = \"openai\"\nper_turn = \"user_message\"\nsession_tier = false\n").unwrap();
         assert_eq!((c.profile, c.per_turn, c.session_tier), (ProfileChoice::Openai, PerTurn::UserMessage, false));
         let c: CacheConfig = toml::from_str("ttl = { stable = \"5m\", session = \"1h\" }").unwrap();
         let (key, why) = c.check().unwrap_err();

@@ -1000,7 +1000,8 @@ impl Config {
         }
         if let Err((key, why)) = self.cache.check() {
             let (table, key) = key.split_once('.').map_or(("cache", key.as_str()), |(t, k)| (t, k));
-            let line = locate_key(source, &format!("cache.{table}"), key).or_else(|| locate_key(source, "cache", table));
+            let line =
+                locate_key(source, &format!("cache.{table}"), key).or_else(|| locate_key(source, "cache", table));
             return Err(ProemError::config(path, line, Some(format!("cache.{table}.{key}")), why));
         }
         for (bound, value) in self.numbers() {

@@ -215,7 +215,10 @@ fn seed_agent(seed: &Seed) -> Result<Agent, String> {
     let root = dir.path().join(&seed.agent.chars().filter(|c| c.is_ascii_alphanumeric()).collect::<String>());
     std::fs::create_dir_all(&root).map_err(|e| format!("a scratch folder: {e}"))?;
     for (name, text) in &seed.files {
-        trace::apply(&root, &trace::Edit { file: name.clone(), append: None, write: Some(text.clone()), delete: false })?;
+        trace::apply(
+            &root,
+            &trace::Edit { file: name.clone(), append: None, write: Some(text.clone()), delete: false },
+        )?;
     }
     let config_file = root.join(proem_core::config::CONFIG_FILE);
     let config = match config_file.exists() {
@@ -276,10 +279,12 @@ fn request(
 ) -> (Request, Vec<Block>) {
     let sent = proem_core::render::request(built, variant.profile);
     let anthropic_after = variant.profile == Profile::Anthropic && !variant.before;
-    let ttl_of = |breakpoint: &serde_json::Value| match (variant.before || variant.all_five_minutes, breakpoint["ttl"].as_str()) {
-        (true, _) | (false, Some("5m")) => Ttl::FiveMinutes,
-        (false, _) => Ttl::OneHour,
-    };
+    let ttl_of =
+        |breakpoint: &serde_json::Value| match (variant.before || variant.all_five_minutes, breakpoint["ttl"].as_str())
+        {
+            (true, _) | (false, Some("5m")) => Ttl::FiveMinutes,
+            (false, _) => Ttl::OneHour,
+        };
     let text = |v: &serde_json::Value| Arc::<str>::from(v.as_str().unwrap_or(""));
     let mut blocks = vec![match anthropic_after {
         true => tools.clone().cached(ttl_of(&sent["breakpoints"]["tools"])),

@@ -157,8 +157,15 @@ pub fn common_prefix_tokens(a: &[Block], b: &[Block], counter: &TokenCounter) ->
 /// with `b`.
 pub fn common_text_tokens(a: &str, b: &str, counter: &TokenCounter) -> u64 {
     let common = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+    // Pre-split a window past the common bytes only (the pre-split looks
+    // ahead a few characters, never a kilobyte): a request's system block
+    // is compared with many others.
+    let mut window = (common + 1024).min(a.len());
+    while !a.is_char_boundary(window) {
+        window += 1;
+    }
     let mut end = 0;
-    for piece in Tokenizer::O200kBase.encoder().pieces(a) {
+    for piece in Tokenizer::O200kBase.encoder().pieces(&a[..window]) {
         let piece_end = piece.as_ptr() as usize - a.as_ptr() as usize + piece.len();
         if piece_end > common {
             break;
@@ -189,7 +196,8 @@ impl Novelty {
             if self.seen.contains(&key) {
                 continue;
             }
-            let neighbours = self.seen.range(..key.clone()).next_back().into_iter().chain(self.seen.range(key.clone()..).next());
+            let neighbours =
+                self.seen.range(..key.clone()).next_back().into_iter().chain(self.seen.range(key.clone()..).next());
             let old = neighbours
                 .filter(|(kind, _)| *kind == key.0)
                 .map(|(_, text)| common_text_tokens(&b.text, text, counter))

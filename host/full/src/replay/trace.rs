@@ -133,7 +133,10 @@ pub fn parse(text: &str) -> Result<Vec<Line>, String> {
             }
             let time = proem_core::turn::parse_now(&turn.time).map_err(|e| format!("line {n}: time: {e}"))?;
             if last_time.is_some_and(|t| time < t) {
-                return Err(format!("line {n}: time: {} is before the previous turn's; keep turns in time order", turn.time));
+                return Err(format!(
+                    "line {n}: time: {} is before the previous turn's; keep turns in time order",
+                    turn.time
+                ));
             }
             last_time = Some(time);
             Line::Turn(Box::new(turn))
@@ -168,7 +171,8 @@ fn check_seed(seed: &Seed) -> Result<(), String> {
 }
 
 fn check_turn(turn: &TraceTurn) -> Result<(), String> {
-    for (field, text) in [("agent", &turn.agent), ("session", &turn.session), ("user", &turn.user), ("reply", &turn.reply)]
+    for (field, text) in
+        [("agent", &turn.agent), ("session", &turn.session), ("user", &turn.user), ("reply", &turn.reply)]
     {
         check_text(field, text)?;
     }
@@ -229,8 +233,9 @@ mod tests {
 
     #[test]
     fn seeds_and_turns_parse_and_errors_name_the_line_and_field() {
-        let lines = parse(&format!("{SEED}\n\n{}\n", turn(r#", "chat": "group", "edits": [{"file": "m.md", "append": "x"}]"#)))
-            .unwrap();
+        let lines =
+            parse(&format!("{SEED}\n\n{}\n", turn(r#", "chat": "group", "edits": [{"file": "m.md", "append": "x"}]"#)))
+                .unwrap();
         assert!(matches!(&lines[0], Line::Seed(s) if s.tools[0].name == "exec"));
         assert!(matches!(&lines[1], Line::Turn(t) if t.chat == Some(ChatKind::Group) && t.edits.len() == 1));
         let err = |text: String| parse(&text).unwrap_err();
@@ -246,6 +251,25 @@ mod tests {
         assert!(err(format!("{SEED}\n{SEED}")).contains("seeded twice"));
         let huge = format!(r#"{{"agent": "b", "files": {{"A.md": "{}"}}}}"#, "x".repeat(MAX_TEXT_BYTES + 1));
         assert!(err(huge).contains("files.A.md"));
+    }
+
+    proptest::proptest! {
+        /// Any text, or a valid trace with one line mangled: an answer or
+        /// an error naming a line, never a panic.
+        #[test]
+        fn any_trace_text_parses_or_is_an_error_naming_its_line(
+            junk in "\\PC{0,400}",
+            cut in 0usize..400,
+        ) {
+            if let Err(e) = parse(&junk) {
+                proptest::prop_assert!(e.starts_with("line "), "{}", e);
+            }
+            let valid = format!("{SEED}\n{}", turn(r#", "edits": [{"file": "m.md", "append": "x"}]"#));
+            let mangled: String = valid.chars().take(cut).chain(junk.chars()).collect();
+            if let Err(e) = parse(&mangled) {
+                proptest::prop_assert!(e.starts_with("line "), "{}", e);
+            }
+        }
     }
 
     #[test]
