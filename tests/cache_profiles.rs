@@ -212,3 +212,17 @@ fn the_shipped_traces_parse_and_a_bad_trace_names_its_line() {
     let err = proem_full::replay::replay("{\"agent\": \"x\", \"files\": {\"/etc/passwd\": \"\"}}").unwrap_err();
     assert!(err.starts_with("line 1: files") && err.contains("relative"), "{err}");
 }
+
+#[test]
+fn a_trace_whose_sessions_grow_without_end_is_refused_naming_the_line() {
+    let mut lines = vec![serde_json::json!({"agent": "a", "files": {"AGENTS.md": "Rules."}}).to_string()];
+    for i in 0..2000 {
+        let time = format!("2026-11-24T{:02}:{:02}:{:02}Z", i / 3600, i / 60 % 60, i % 60);
+        lines.push(
+            serde_json::json!({"agent": "a", "session": "agent:a:main", "time": time, "user": "hi", "reply": "ok"})
+                .to_string(),
+        );
+    }
+    let err = proem_full::replay::replay(&lines.join("\n")).unwrap_err();
+    assert!(err.starts_with("line ") && err.contains("sessions too long"), "{err}");
+}

@@ -217,8 +217,10 @@ impl Ttls {
     /// refuses such a config; this is the rule every renderer goes through).
     pub fn effective(&self) -> [Ttl; 4] {
         let mut out = [self.tools, self.stable, self.session, self.conversation];
-        for i in 1..out.len() {
-            out[i] = out[i].min(out[i - 1]);
+        let mut longest = Ttl::OneHour;
+        for ttl in &mut out {
+            *ttl = (*ttl).min(longest);
+            longest = *ttl;
         }
         out
     }

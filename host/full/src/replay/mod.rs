@@ -24,6 +24,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use trace::{Line, Seed, TraceTurn};
 
+/// The most blocks the models may hold over a replay (each request's
+/// blocks, once per variant): a trace whose sessions grow past it is an
+/// error naming the line, not a machine out of memory (~50 bytes a block
+/// besides the shared texts).
+pub const MAX_STORED_BLOCKS: usize = 4_000_000;
+
 /// One way of sending a build: a profile, how the build was tiered, and
 /// whether it is proem's output before `[cache]` (one boundary: the stable
 /// block alone with a 5 min breakpoint, no tools or conversation
@@ -159,7 +165,7 @@ pub fn replay(text: &str) -> Result<Report, String> {
     // History per (variant, agent, session): the blocks as they were sent.
     let mut histories: BTreeMap<(usize, String, String), Vec<Block>> = BTreeMap::new();
     let mut start = None;
-    let mut requests = 0usize;
+    let (mut requests, mut stored) = (0usize, 0usize);
     for (n, line) in lines.iter().enumerate() {
         let at_line = |e: String| format!("line {}: {e}", n + 1);
         match line {
@@ -187,6 +193,13 @@ pub fn replay(text: &str) -> Result<Report, String> {
                     let (request, sent_user) = request(variant, built, &tools, history, turn, at, counter);
                     if variant.profile == Profile::Anthropic && request.anthropic_error().is_some() {
                         rows[i].refused += 1;
+                    }
+                    stored = stored.saturating_add(request.blocks.len());
+                    if stored > MAX_STORED_BLOCKS {
+                        return Err(at_line(format!(
+                            "the requests so far hold more than {MAX_STORED_BLOCKS} blocks (sessions too long): \
+                             split the trace or shorten its sessions"
+                        )));
                     }
                     rows[i].new_tokens += novelty[i].new_tokens(&request, counter);
                     rows[i].outcome += models[i].serve(&request, counter);

@@ -215,7 +215,7 @@ pub fn apply(root: &std::path::Path, edit: &Edit) -> Result<(), String> {
             text.push_str(more);
             text
         }
-        (None, None) => unreachable!("checked: one action"),
+        (None, None) => return Err(format!("edit of {}: give one of append, write, delete", edit.file)),
     };
     check_text(&edit.file, &text)?;
     std::fs::write(&path, text).map_err(fail)
