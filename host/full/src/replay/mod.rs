@@ -225,7 +225,7 @@ fn new_model(profile: Profile) -> Box<dyn CacheModel> {
 /// (every proem cache off, so each build reads the edited files).
 fn seed_agent(seed: &Seed) -> Result<Agent, String> {
     let dir = tempfile::tempdir().map_err(|e| format!("a scratch folder: {e}"))?;
-    let root = dir.path().join(&seed.agent.chars().filter(|c| c.is_ascii_alphanumeric()).collect::<String>());
+    let root = dir.path().join(seed.agent.chars().filter(|c| c.is_ascii_alphanumeric()).collect::<String>());
     std::fs::create_dir_all(&root).map_err(|e| format!("a scratch folder: {e}"))?;
     for (name, text) in &seed.files {
         trace::apply(

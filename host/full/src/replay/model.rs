@@ -341,8 +341,8 @@ impl CacheModel for Anthropic {
         // Read: the longest live prefix ending within the lookback of a breakpoint.
         let mut read: Option<(u64, u64)> = None;
         for &(b, _) in &breakpoints {
-            for j in b.saturating_sub(ANTHROPIC_LOOKBACK - 1)..=b {
-                let (hash, t) = prefixes[j];
+            let first = b.saturating_sub(ANTHROPIC_LOOKBACK - 1);
+            for &(hash, t) in &prefixes[first..=b] {
                 if self.entries.contains_key(&hash) && read.is_none_or(|(_, best)| t > best) {
                     read = Some((hash, t));
                 }
