@@ -702,3 +702,64 @@ proptest! {
         prop_assert_eq!(neighbour.and_then(|i| ids.get(i)), Some(&anchor.id), "{:?} {:?}", ids, layout_toml(&change));
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// The tiers of `[cache]` (issue 30, items 3 and 4): under any preset,
+    /// `[layout]` change, plugins and tiering, two turns of one session
+    /// that differ only in per-turn inputs (the clock, the time zone, the
+    /// extra prompt) have the same stable part, the same as without
+    /// `[cache]`; the same session block, which starts the dynamic part;
+    /// and with `per_turn = "user_message"` the same system prompt, the
+    /// extra prompt being in the turn context only.
+    #[test]
+    fn a_new_turn_in_a_session_changes_only_the_turn_tier(
+        w in world(),
+        change in layout_change(),
+        session_tier in any::<bool>(),
+        user_message in any::<bool>(),
+        extra in "[a-zA-Z .]{0,300}",
+        minute in 0u32..60,
+        day in 1u32..28,
+    ) {
+        let w = World { budget: 40_000, ..w };
+        let agent = agent(&w);
+        let base = format!("{}{}", config(&w), layout_toml(&change));
+        agent.config(&format!("{base}\n[cache]\nsession_tier = false\n"));
+        let session = |t: Turn| Turn {
+            channel: Some("telegram".into()),
+            chat_kind: Some(proem::ChatKind::Group),
+            group_title: Some("Night shift".into()),
+            ..t
+        };
+        let Ok(plain) = agent.assembler().build(&session(turn_of(&w))) else { return Ok(()) };
+        let per_turn = if user_message { "user_message" } else { "system" };
+        agent.config(&format!("{base}\n[cache]\nsession_tier = {session_tier}\nper_turn = \"{per_turn}\"\n"));
+        let assembler = agent.assembler();
+        let note = format!("Per-turn note zq {extra}");
+        let first = assembler.build(&session(turn_of(&w)));
+        let second = assembler.build(&session(Turn {
+            extra: Some(note.clone()),
+            now: Some(proem_core::turn::parse_now(&format!("2027-03-{day:02}T05:{minute:02}:00+09:00")).unwrap()),
+            timezone: Some("Asia/Tokyo".into()),
+            ..turn_of(&w)
+        }));
+        let (Ok(first), Ok(second)) = (first, second) else { return Ok(()) };
+        prop_assert_eq!(&plain.stable, &first.stable, "tiering never moves stable bytes");
+        prop_assert_eq!(&first.stable_hash, &second.stable_hash);
+        prop_assert_eq!(first.session.is_some(), session_tier);
+        if let (Some(a), Some(b)) = (&first.session, &second.session) {
+            prop_assert_eq!(a, b, "the session block ignores per-turn inputs");
+            prop_assert!(first.dynamic.starts_with(a.as_str()) && second.dynamic.starts_with(b.as_str()));
+        }
+        prop_assert_eq!(second.turn_context.is_some(), user_message);
+        if user_message {
+            prop_assert_eq!(&first.prompt, &second.prompt, "the system prompt is the session's");
+            prop_assert!(!second.prompt.contains("Per-turn note zq"), "{}", second.prompt);
+        } else {
+            prop_assert_eq!(&plain.dynamic.len(), &first.dynamic.len(), "the same sections, maybe reordered");
+        }
+        prop_assert_eq!(second.prompt.matches(proem::BOUNDARY_MARKER).count(), 1);
+    }
+}

@@ -46,8 +46,10 @@ pub enum Command {
         #[command(flatten)]
         turn: TurnArgs,
         /// Output: the prompt text, the full JSON report, Anthropic system
-        /// blocks (cache_control on the stable block), or one OpenAI system
-        /// message (marker removed).
+        /// blocks (cache_control breakpoints with TTLs), one OpenAI system
+        /// message (marker removed, prompt_cache_key), one plain system
+        /// message (prefix caches), or the request of `[cache] profile`
+        /// (provider).
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
         /// Fail (exit 1, nothing printed) when any plugin failed to load or

@@ -26,7 +26,7 @@ export declare const TOO_LARGE: "urn:proem:client:too-large";
 export declare const BAD_RESPONSE: "urn:proem:client:bad-response";
 
 export type Mode = "full" | "task" | "minimal" | "none";
-export type Format = "text" | "json" | "anthropic" | "openai";
+export type Format = "text" | "json" | "anthropic" | "openai" | "prefix" | "provider";
 export type ChatKind = "direct" | "group";
 
 /** A tool as a tools file lists it. */
@@ -146,14 +146,28 @@ export interface Build {
   [member: string]: unknown;
 }
 
-/** Format "anthropic": two system blocks, cache_control on the stable one. */
-export interface AnthropicSystem {
-  system: Array<{ type: "text"; text: string; cache_control?: { type: string } }>;
+/** An Anthropic cache breakpoint. */
+export interface CacheControl {
+  type: "ephemeral";
+  ttl: "5m" | "1h";
 }
 
-/** Format "openai": one system message, the cache marker removed. */
+/** Format "anthropic": the stable block and the session block with
+ * cache_control, then the per-turn block (when it stays in the system
+ * prompt); the breakpoints to put on the last tool and on the newest user
+ * message; the turn context with `[cache] per_turn = "user_message"`. */
+export interface AnthropicSystem {
+  system: Array<{ type: "text"; text: string; cache_control?: CacheControl }>;
+  breakpoints: { tools: CacheControl; conversation: CacheControl };
+  turn_context?: Array<{ type: "text"; text: string }>;
+}
+
+/** Formats "openai" and "prefix": one system message, the cache marker
+ * removed; "openai" adds the prompt_cache_key. */
 export interface OpenAIMessages {
   messages: Array<{ role: "system"; content: string }>;
+  prompt_cache_key?: string;
+  turn_context?: { type: "text"; text: string };
 }
 
 export interface Inspection {
@@ -285,7 +299,8 @@ export declare class Client {
   buildRaw(agent: string, turn?: Turn, options?: CallOptions): Promise<RawResponse>;
   build(agent: string, turn: Turn & { format: "json" }, options?: CallOptions): Promise<Build>;
   build(agent: string, turn: Turn & { format: "anthropic" }, options?: CallOptions): Promise<AnthropicSystem>;
-  build(agent: string, turn: Turn & { format: "openai" }, options?: CallOptions): Promise<OpenAIMessages>;
+  build(agent: string, turn: Turn & { format: "openai" | "prefix" }, options?: CallOptions): Promise<OpenAIMessages>;
+  build(agent: string, turn: Turn & { format: "provider" }, options?: CallOptions): Promise<AnthropicSystem | OpenAIMessages>;
   build(agent: string, turn?: Turn & { format?: "text" }, options?: CallOptions): Promise<string>;
   build(agent: string, turn?: Turn, options?: CallOptions): Promise<Build | AnthropicSystem | OpenAIMessages | string>;
   inspect(agent: string, turn?: Turn, options?: CallOptions): Promise<Inspection>;

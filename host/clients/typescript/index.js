@@ -464,7 +464,8 @@ export class Client {
   }
 
   /** Builds one turn: the report for format "json", the text for "text"
-   * (the default), the provider's JSON for "anthropic" and "openai". */
+   * (the default), the provider's JSON for "anthropic", "openai", "prefix"
+   * and "provider". */
   async build(agent, turn = {}, options = {}) {
     return buildResult(await this.buildRaw(agent, turn, options), turn.format);
   }

@@ -20,7 +20,7 @@ use crate::bootstrap::FileGroup;
 use crate::config::TruncationNotice;
 use crate::core_sections::{self, CoreInputs, CoreRender, Knobs};
 use crate::error::ProemError;
-use crate::render::{join, merge, order_in, replaced_ids, Joined};
+use crate::render::{join_in, merge, order_in, replaced_ids, Joined};
 use crate::report::Diagnostic;
 use crate::section::{core_key, ids, CutClass, Section, Zone, CORE_SOURCE};
 use crate::skills::SkillsForm;
@@ -44,7 +44,7 @@ pub struct Fitted {
     pub sections: Vec<Section>,
     /// The joined prompt.
     pub joined: Joined,
-    /// Exact tokens of `joined.prompt`.
+    /// Exact tokens of `joined.prompt` and its turn context ([`sent_tokens`]).
     pub total_tokens: usize,
     /// Exact tokens of `joined.stable`.
     pub stable_tokens: usize,
@@ -76,6 +76,8 @@ pub fn fit(
     mut ahead: Option<CoreRender>,
 ) -> Result<Fitted, ProemError> {
     let layout = inputs.stable.config.layout().mode(inputs.stable.mode);
+    let tiering = inputs.stable.config.cache.tiering();
+    let join = |sections: &[Section]| join_in(sections, tiering);
     // OpenClaw's `none` is the identity line: nothing contributed joins it.
     let contributed = if core_sections::identity_only(&inputs.stable) { &[] } else { contributed };
     let plain = Knobs::untouched(inputs);
@@ -130,7 +132,7 @@ pub fn fit(
             }
             break;
         }
-        let total = counter.count(&joined.prompt);
+        let total = sent_tokens(&joined, counter);
         if total <= budget {
             diagnostics.extend(merge_notes);
             report_cuts(
@@ -141,7 +143,7 @@ pub fn fit(
             );
             return Ok(Fitted { render, sections, joined, total_tokens: total, stable_tokens, stable_xxh3, knobs });
         }
-        let needed = *protected.get_or_insert_with(|| protected_tokens(&sections, counter));
+        let needed = *protected.get_or_insert_with(|| protected_tokens(&sections, counter, tiering));
         if needed > budget {
             return Err(ProemError::BudgetTooSmall { needed, budget, over: needed - budget });
         }
@@ -154,7 +156,7 @@ pub fn fit(
     let render = core_sections::render(inputs, &knobs);
     let (sections, _) = merge(render.sections, &[], layout);
     let kept: Vec<Section> = sections.into_iter().filter(|s| s.zone == Zone::Stable || s.protected).collect();
-    let needed = counter.count(&join(&kept).prompt).max(protected_tokens(&kept, counter));
+    let needed = sent_tokens(&join(&kept), counter).max(protected_tokens(&kept, counter, tiering));
     Err(ProemError::BudgetTooSmall { needed, budget, over: needed.saturating_sub(budget) })
 }
 
@@ -179,14 +181,20 @@ pub fn count_ahead(inputs: &CoreInputs, counter: &TokenCounter) -> CoreRender {
     // prompt order. The stable part needs no count of its own: its pieces
     // are the sections' and the prompt's.
     order_in(&mut render.sections, inputs.stable.config.layout().mode(inputs.stable.mode));
-    counter.count(&join(&render.sections).prompt);
+    sent_tokens(&join_in(&render.sections, inputs.stable.config.cache.tiering()), counter);
     render
 }
 
+/// Tokens of what a build sends: the system prompt, and the turn context
+/// when it is returned apart (it is in the same request, so in the budget).
+pub fn sent_tokens(joined: &Joined, counter: &TokenCounter) -> usize {
+    counter.count(&joined.prompt).saturating_add(joined.turn_context.as_deref().map_or(0, |t| counter.count(t)))
+}
+
 /// Tokens of a prompt made of the protected sections alone.
-fn protected_tokens(sections: &[Section], counter: &TokenCounter) -> usize {
+fn protected_tokens(sections: &[Section], counter: &TokenCounter, tiering: crate::cache::Tiering) -> usize {
     let protected: Vec<Section> = sections.iter().filter(|s| s.protected).cloned().collect();
-    counter.count(&join(&protected).prompt)
+    sent_tokens(&join_in(&protected, tiering), counter)
 }
 
 /// Turns the first knob that can still shrink `zone`'s part of the prompt.

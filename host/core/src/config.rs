@@ -48,6 +48,8 @@ pub struct Config {
     pub prompt: PromptConfig,
     /// `[layout]`: changes to the layout (see [`crate::layout`]).
     pub layout: crate::layout::LayoutConfig,
+    /// `[cache]`: the request's cached blocks (see [`crate::cache`]).
+    pub cache: crate::cache::CacheConfig,
     /// `[[plugins]]`
     pub plugins: Vec<PluginConfig>,
     /// The layout in use: the preset's (or the default), with `[layout]`
@@ -1024,6 +1026,12 @@ impl Config {
                 "head_ratio",
                 "head_ratio and tail_ratio are both 0: nothing would be kept of a long file".into(),
             );
+        }
+        if let Err((key, why)) = self.cache.check() {
+            let (table, key) = key.split_once('.').map_or(("cache", key.as_str()), |(t, k)| (t, k));
+            let line =
+                locate_key(source, &format!("cache.{table}"), key).or_else(|| locate_key(source, "cache", table));
+            return Err(ProemError::config(path, line, Some(format!("cache.{table}.{key}")), why));
         }
         for (bound, value) in self.numbers() {
             if let Err(why) = value.map_or(Ok(0), |v| bound.check_usize(v)) {

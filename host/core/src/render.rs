@@ -1,9 +1,10 @@
 //! Ordering sections and joining them into the prompt, and the output
 //! formats the CLI and the HTTP service offer.
 
+use crate::cache::{PerTurn, Profile, Tiering, Ttl};
 use crate::layout::ModeLayout;
 use crate::report::{Built, Diagnostic};
-use crate::section::{core_spec, Placement, Section, Zone};
+use crate::section::{core_spec, Placement, Section, Tier, Zone};
 use crate::text::{neutralize, BOUNDARY_MARKER};
 use serde_json::json;
 
@@ -142,38 +143,63 @@ pub fn replaced_ids(contributed: &[Section], layout: &ModeLayout) -> std::collec
 pub struct Joined {
     /// Stable sections joined by blank lines.
     pub stable: String,
-    /// Dynamic sections joined by blank lines.
+    /// The system prompt's dynamic sections joined by blank lines: the
+    /// session block then the per-turn one with the session tier, the
+    /// session block alone with `per_turn = "user_message"`, else every
+    /// dynamic section in layout order.
     pub dynamic: String,
+    /// The session block (the start of `dynamic`), when the session tier is on.
+    pub session: Option<String>,
+    /// The per-turn sections, out of the system prompt, with
+    /// `per_turn = "user_message"`.
+    pub turn_context: Option<String>,
     /// `stable + "\n" + marker + "\n" + dynamic`.
     pub prompt: String,
 }
 
-/// Joins ordered sections. A body that somehow carries the marker is
-/// neutralised here, so the marker appears exactly once whatever a section's
-/// author wrote.
-pub fn join(sections: &[Section]) -> Joined {
-    let part = |zone: Zone| {
-        let in_zone = || sections.iter().filter(|s| s.zone == zone);
-        let mut out = String::with_capacity(in_zone().map(|s| s.body.len() + 2).sum());
-        for s in in_zone() {
-            if !out.is_empty() {
-                out.push_str("\n\n");
-            }
-            if s.body.contains("PROEM_CACHE_BOUNDARY") {
-                out.push_str(&neutralize(&s.body));
-            } else {
-                out.push_str(&s.body);
-            }
+/// Sections joined by blank lines. A body that somehow carries the marker
+/// is neutralised here, so the marker appears exactly once whatever a
+/// section's author wrote.
+fn join_bodies<'s>(sections: impl Iterator<Item = &'s Section> + Clone) -> String {
+    let mut out = String::with_capacity(sections.clone().map(|s| s.body.len() + 2).sum());
+    for s in sections {
+        if !out.is_empty() {
+            out.push_str("\n\n");
         }
-        out
+        if s.body.contains("PROEM_CACHE_BOUNDARY") {
+            out.push_str(&neutralize(&s.body));
+        } else {
+            out.push_str(&s.body);
+        }
+    }
+    out
+}
+
+/// Joins ordered sections as proem did before `[cache]`: one dynamic part
+/// in layout order ([`Tiering::NONE`]).
+pub fn join(sections: &[Section]) -> Joined {
+    join_in(sections, Tiering::NONE)
+}
+
+/// Joins ordered sections into the stable part and, by `tiering`, the
+/// session and per-turn blocks (each section's block is [`Section::tier`]'s
+/// rule; within a block, prompt order holds).
+pub fn join_in(sections: &[Section], tiering: Tiering) -> Joined {
+    let in_tier = |tier: Tier| sections.iter().filter(move |s| s.tier() == tier);
+    let stable = join_bodies(in_tier(Tier::Stable));
+    let session = join_bodies(in_tier(Tier::Session));
+    let (dynamic, turn_context) = match tiering.per_turn {
+        PerTurn::UserMessage => (session.clone(), Some(join_bodies(in_tier(Tier::Turn)))),
+        PerTurn::System if tiering.session_tier => {
+            (join_bodies(in_tier(Tier::Session).chain(in_tier(Tier::Turn))), None)
+        }
+        PerTurn::System => (join_bodies(sections.iter().filter(|s| s.zone == Zone::Dynamic)), None),
     };
-    let stable = part(Zone::Stable);
-    let dynamic = part(Zone::Dynamic);
     let mut prompt = String::with_capacity(stable.len() + BOUNDARY_MARKER.len() + dynamic.len() + 2);
     for piece in [stable.as_str(), "\n", BOUNDARY_MARKER, "\n", dynamic.as_str()] {
         prompt.push_str(piece);
     }
-    Joined { stable, dynamic, prompt }
+    Joined { stable, dynamic, session: tiering.session_tier.then_some(session), turn_context, prompt }
 }
 
 /// Output formats of `proem build`.
@@ -185,35 +211,89 @@ pub enum Format {
     Text,
     /// The full report object.
     Json,
-    /// `{"system": [...]}`: two text blocks, `cache_control` on the stable one.
+    /// Anthropic's request: `system` blocks with `cache_control`
+    /// breakpoints and TTLs (stable, session), the turn context as a block.
     Anthropic,
-    /// `{"messages": [...]}`: one system message, marker removed.
+    /// OpenAI's request: one system message, marker removed, and a
+    /// `prompt_cache_key` from the stable hash.
     Openai,
+    /// One plain system message (marker removed), no cache fields: for
+    /// prefix caches (DeepSeek, llama.cpp, Ollama, vLLM).
+    Prefix,
+    /// The request of `[cache] profile` (by default the provider's).
+    Provider,
 }
 
 /// Renders a build in a format. Text ends with a newline; the JSON formats
 /// are pretty-printed objects.
 pub fn format(built: &Built, format: Format) -> String {
+    let request = |profile: Profile| serde_json::to_string_pretty(&request(built, profile)).expect("json");
     match format {
         Format::Text => format!("{}\n", built.prompt),
         Format::Json => serde_json::to_string_pretty(built).expect("report serialises"),
-        Format::Anthropic => {
-            let mut blocks =
-                vec![json!({"type": "text", "text": built.stable, "cache_control": {"type": "ephemeral"}})];
-            if !built.dynamic.is_empty() {
-                blocks.push(json!({"type": "text", "text": built.dynamic}));
-            }
-            serde_json::to_string_pretty(&json!({ "system": blocks })).expect("json")
-        }
-        Format::Openai => {
+        Format::Anthropic => request(Profile::Anthropic),
+        Format::Openai => request(Profile::Openai),
+        Format::Prefix => request(Profile::Prefix),
+        Format::Provider => request(built.cache.profile),
+    }
+}
+
+/// The part of a provider request proem writes, for `profile`.
+///
+/// - Anthropic: `system` is the stable block (a breakpoint with the stable
+///   TTL), the session block (a breakpoint with the session TTL) when the
+///   session tier is on, then the per-turn block (no breakpoint) when it
+///   stays in the system prompt; `turn_context` is the block to prepend to
+///   the newest user message; `breakpoints` holds the two `cache_control` values the
+///   runtime places (on the last tool and on the newest user message's last
+///   block), with TTLs that keep the order Anthropic requires.
+/// - OpenAI: one system message (stable, then dynamic; no marker), the
+///   `prompt_cache_key`, and `turn_context`.
+/// - Prefix: the same message with nothing else but `turn_context`.
+pub fn request(built: &Built, profile: Profile) -> serde_json::Value {
+    let mut out = match profile {
+        Profile::Anthropic => anthropic(built),
+        Profile::Openai | Profile::Prefix => {
             let content = if built.dynamic.is_empty() {
                 built.stable.clone()
             } else {
                 format!("{}\n\n{}", built.stable, built.dynamic)
             };
-            serde_json::to_string_pretty(&json!({"messages": [{"role": "system", "content": content}]})).expect("json")
+            let mut out = json!({"messages": [{"role": "system", "content": content}]});
+            if profile == Profile::Openai {
+                out["prompt_cache_key"] = json!(crate::cache::prompt_cache_key(&built.stable_hash));
+            }
+            out
         }
+    };
+    if let Some(turn) = &built.turn_context {
+        out["turn_context"] = match profile {
+            Profile::Anthropic => json!([{"type": "text", "text": turn}]),
+            Profile::Openai | Profile::Prefix => json!({"type": "text", "text": turn}),
+        };
     }
+    out
+}
+
+/// Anthropic's `system` blocks and the runtime's breakpoints.
+fn anthropic(built: &Built) -> serde_json::Value {
+    let [tools, stable, session, conversation] = built.cache.ttls;
+    let breakpoint = |ttl: Ttl| json!({"type": "ephemeral", "ttl": ttl.as_str()});
+    let mut blocks = vec![json!({"type": "text", "text": built.stable, "cache_control": breakpoint(stable)})];
+    let rest = match &built.session {
+        Some(block) if !block.is_empty() => {
+            blocks.push(json!({"type": "text", "text": block, "cache_control": breakpoint(session)}));
+            built.dynamic.get(block.len()..).unwrap_or("").trim_start_matches('\n')
+        }
+        _ => built.dynamic.as_str(),
+    };
+    if !rest.is_empty() {
+        blocks.push(json!({"type": "text", "text": rest}));
+    }
+    json!({
+        "system": blocks,
+        "breakpoints": {"tools": breakpoint(tools), "conversation": breakpoint(conversation)},
+    })
 }
 
 #[cfg(test)]

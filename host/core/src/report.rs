@@ -46,7 +46,8 @@ impl Diagnostic {
 /// Token counts of the rendered prompt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct TokenReport {
-    /// The whole prompt, marker included.
+    /// The whole prompt, marker included, and the turn context when it is
+    /// returned apart (`[cache] per_turn = "user_message"`).
     pub total: usize,
     /// The stable part.
     pub stable: usize,
@@ -226,6 +227,16 @@ pub struct Built {
     pub stable: String,
     /// Below the boundary.
     pub dynamic: String,
+    /// The session block, the start of `dynamic`, when `[cache]
+    /// session_tier` is on (not serialised: the provider formats place it).
+    #[serde(skip)]
+    pub session: Option<String>,
+    /// With `[cache] per_turn = "user_message"`, the per-turn sections
+    /// (date, extra prompt, `turn` hooks' sections), out of the system
+    /// prompt, for the runtime to prepend to the newest user message
+    /// (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub turn_context: Option<String>,
     /// SHA-256 (hex) of `stable`.
     pub stable_hash: String,
     /// The resolved mode.
@@ -256,6 +267,9 @@ pub struct Built {
     /// The layout's sections not in this prompt, with why (not serialised).
     #[serde(skip)]
     pub left_out: Vec<LeftOut>,
+    /// How the provider formats shape the request (not serialised).
+    #[serde(skip)]
+    pub cache: crate::cache::CachePlan,
 }
 
 impl Built {

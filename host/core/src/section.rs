@@ -29,6 +29,27 @@ impl Zone {
     }
 }
 
+/// Which cached block of a request a section belongs to, in prompt order:
+/// what holds for the agent, what holds for one session, what changes each
+/// turn. The rule is the inputs' (one place, [`Section::tier`]): a stable
+/// section is `Stable`; a core dynamic section is `Session` unless its
+/// table row says it reads inputs that change each turn
+/// ([`CoreSpec::each_turn`]: the clock, the extra prompt, and the
+/// reminder, which must come last); a contributed
+/// dynamic section (a `turn` hook's, an overlay's suffix, a library
+/// caller's) is `Turn`, since nothing bounds what it reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Tier {
+    /// Above the boundary.
+    Stable,
+    /// Below it, the same for every turn of a session (channel, chat kind,
+    /// group title, model, USER.md, …).
+    Session,
+    /// Below it, changing every turn.
+    Turn,
+}
+
 /// Who produced a section.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Source {
@@ -189,6 +210,15 @@ impl Section {
         }
     }
 
+    /// The cached block it belongs to (the rule is [`Tier`]'s).
+    pub fn tier(&self) -> Tier {
+        match (self.zone, &self.source) {
+            (Zone::Stable, _) => Tier::Stable,
+            (Zone::Dynamic, Source::Core) if core_spec(&self.id).is_some_and(|s| !s.each_turn) => Tier::Session,
+            (Zone::Dynamic, _) => Tier::Turn,
+        }
+    }
+
     /// How the budget may cut it; `None` when protected. Only core sections
     /// have the special classes; every contributed section is `Optional`.
     pub fn cut_class(&self) -> Option<CutClass> {
@@ -232,6 +262,12 @@ pub struct CoreSpec {
     pub per_turn: bool,
     /// Which per-turn inputs, in words (for the error that refuses a layout).
     pub turn_inputs: &'static str,
+    /// In the turn tier (see [`Tier`]): made from inputs that change from
+    /// one turn of a session to the next (the clock, the extra prompt), or
+    /// (the reminder) meant to be the last thing the model reads, which
+    /// only the turn tier is. Every other core section reads only what
+    /// holds for a whole session, so it is cached with the session.
+    pub each_turn: bool,
     /// Never cut by the budget.
     pub protected: bool,
 }
@@ -284,13 +320,19 @@ pub mod ids {
 /// A section made from stable inputs (the agent, its files and tools, the
 /// config): a layout may put it on either side of the boundary.
 const fn stable(id: &'static str, zone: Zone, protected: bool) -> CoreSpec {
-    CoreSpec { id, zone, per_turn: false, turn_inputs: "", protected }
+    CoreSpec { id, zone, per_turn: false, turn_inputs: "", each_turn: false, protected }
 }
 
 /// A section made from per-turn inputs, named in `inputs`: always below
 /// the boundary.
 const fn per_turn(id: &'static str, inputs: &'static str) -> CoreSpec {
-    CoreSpec { id, zone: Zone::Dynamic, per_turn: true, turn_inputs: inputs, protected: false }
+    CoreSpec { id, zone: Zone::Dynamic, per_turn: true, turn_inputs: inputs, each_turn: false, protected: false }
+}
+
+/// A section made from inputs that change every turn, named in `inputs`:
+/// below the boundary, in the turn tier.
+const fn each_turn(id: &'static str, inputs: &'static str) -> CoreSpec {
+    CoreSpec { each_turn: true, ..per_turn(id, inputs) }
 }
 
 const S: Zone = Zone::Stable;
@@ -329,16 +371,18 @@ pub const CORE_SECTIONS: [CoreSpec; 40] = [
     stable(ids::PROJECT_CONTEXT, S, false),
     stable(ids::MEMORY_RECALL, S, false),
     stable(ids::SILENT_REPLIES, S, false),
-    per_turn(ids::TIME, "the date and time zone"),
+    each_turn(ids::TIME, "the date and time zone"),
     per_turn(ids::CHANNEL_FORMATTING, "the channel"),
     per_turn(ids::CHANNEL_CAPABILITIES, "the channel"),
     per_turn(ids::GROUP_REPLY, "the chat kind"),
-    per_turn(ids::EXTRA_CONTEXT, "the extra prompt"),
+    each_turn(ids::EXTRA_CONTEXT, "the extra prompt"),
     per_turn(ids::DYNAMIC_FILES, "USER.md, HEARTBEAT.md, BOOTSTRAP.md"),
     stable(ids::SUBAGENTS, D, false),
     stable(ids::HEARTBEATS, D, false),
     per_turn(ids::RUNTIME, "the channel, chat and thinking level"),
-    stable(ids::RECENCY, D, false),
+    // The reminder closes the prompt (GoClaw's recency): it goes with the
+    // turn, last (a few dozen tokens sent uncached each turn).
+    CoreSpec { each_turn: true, ..stable(ids::RECENCY, D, false) },
     stable(ids::TOOL_PROTOCOL, D, false),
 ];
 
@@ -394,6 +438,31 @@ mod tests {
             .iter()
             .filter(|s| s.per_turn)
             .all(|s| s.zone == Zone::Dynamic && !s.turn_inputs.is_empty()));
+    }
+
+    #[test]
+    fn the_tier_follows_the_zone_the_table_and_the_source() {
+        let core = |id: &str, zone| Section {
+            id: id.into(),
+            source: Source::Core,
+            zone,
+            slot: Slot::new(id, Placement::At).unwrap(),
+            priority: 0,
+            modes: ModeSet::ALL,
+            protected: false,
+            body: String::new(),
+        };
+        let tier = |id: &str| core(id, Zone::Dynamic).tier();
+        for id in [ids::TIME, ids::EXTRA_CONTEXT, ids::RECENCY] {
+            assert_eq!(tier(id), Tier::Turn, "{id}");
+        }
+        for id in [ids::CHANNEL_FORMATTING, ids::GROUP_REPLY, ids::DYNAMIC_FILES, ids::RUNTIME, ids::SKILLS] {
+            assert_eq!(tier(id), Tier::Session, "{id}: session inputs only");
+        }
+        assert_eq!(core(ids::RECENCY, Zone::Stable).tier(), Tier::Stable, "the zone comes first");
+        let from_a_hook = Section { source: Source::Plugin("p".into()), ..core(ids::RUNTIME, Zone::Dynamic) };
+        assert_eq!(from_a_hook.tier(), Tier::Turn, "contributed text may read anything of the turn");
+        assert!(CORE_SECTIONS.iter().filter(|s| s.each_turn).all(|s| s.zone == Zone::Dynamic));
     }
 
     #[test]

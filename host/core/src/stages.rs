@@ -484,6 +484,12 @@ impl Assembler {
             prompt: joined.prompt,
             stable: joined.stable,
             dynamic: joined.dynamic,
+            session: joined.session,
+            turn_context: joined.turn_context,
+            cache: crate::cache::CachePlan {
+                profile: self.config.cache.profile.resolve(resolved.turn.provider.as_deref()),
+                ttls: self.config.cache.ttl.effective(),
+            },
             mode: resolved.mode,
             tokenizer: resolved.tokenizer.name().to_string(),
             exact: resolved.tokenizer_exact,

@@ -128,8 +128,10 @@ def test_each_format_has_its_type(server):
     report = client.build("marlow", now=NOW, format="json")
     assert client.build("marlow", now=NOW) == report.prompt + "\n"
     anthropic = client.build("marlow", now=NOW, format="anthropic")
-    assert [b["text"] for b in anthropic["system"]] == [report.stable, report.dynamic]
-    assert anthropic["system"][0]["cache_control"] == {"type": "ephemeral"}
+    texts = [b["text"] for b in anthropic["system"]]
+    assert texts[0] == report.stable and "\n\n".join(texts[1:]) == report.dynamic
+    assert anthropic["system"][0]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
+    assert anthropic["breakpoints"]["conversation"] == {"type": "ephemeral", "ttl": "5m"}
     openai = client.build("marlow", now=NOW, format="openai")
     assert openai["messages"] == [{"role": "system", "content": report.stable + "\n\n" + report.dynamic}]
 

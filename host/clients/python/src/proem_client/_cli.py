@@ -55,7 +55,7 @@ def _parser() -> argparse.ArgumentParser:
     turn.add_argument("--timezone", metavar="TZ", help="IANA time zone for the date")
     turn.add_argument("--budget", metavar="TOKENS", type=_whole_number, help="whole-prompt token budget")
     turn.add_argument(
-        "--format", choices=["text", "json", "anthropic", "openai"], default="text", help="output (default: text)"
+        "--format", choices=["text", "json", "anthropic", "openai", "prefix", "provider"], default="text", help="output (default: text)"
     )
     turn.add_argument("--strict", action="store_true", default=None, help="fail when any plugin failed")
     call = p.add_argument_group("the call")

@@ -169,7 +169,7 @@ class Client:
     @overload
     def build(self, agent: str, *, format: "Literal['text', None]" = None, **turn: Any) -> str: ...
     @overload
-    def build(self, agent: str, *, format: "Literal['anthropic', 'openai']", **turn: Any) -> Dict[str, Any]: ...
+    def build(self, agent: str, *, format: "Literal['anthropic', 'openai', 'prefix', 'provider']", **turn: Any) -> Dict[str, Any]: ...
     @overload
     def build(self, agent: str, *, format: Optional[str] = None, **turn: Any) -> BuildResult: ...
 
@@ -180,7 +180,7 @@ class Client:
 
         Returns a `Build` for `format="json"`, the prompt's text for
         "text" (the default), the provider's JSON as a dict for
-        "anthropic" and "openai". Raises ProemError."""
+        "anthropic", "openai", "prefix" and "provider". Raises ProemError."""
         return _build_result(self.build_raw(agent, format=format, **turn), format)
 
     def inspect(self, agent: str, **turn: Any) -> Inspection:
@@ -239,7 +239,7 @@ class AsyncClient:
     @overload
     async def build(self, agent: str, *, format: "Literal['text', None]" = None, **turn: Any) -> str: ...
     @overload
-    async def build(self, agent: str, *, format: "Literal['anthropic', 'openai']", **turn: Any) -> Dict[str, Any]: ...
+    async def build(self, agent: str, *, format: "Literal['anthropic', 'openai', 'prefix', 'provider']", **turn: Any) -> Dict[str, Any]: ...
     @overload
     async def build(self, agent: str, *, format: Optional[str] = None, **turn: Any) -> BuildResult: ...
 

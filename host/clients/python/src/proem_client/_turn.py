@@ -49,6 +49,6 @@ class Turn(TypedDict, total=False):
     budget: int
     #: What to answer: the text (default), the JSON report, Anthropic system
     #: blocks, or one OpenAI system message.
-    format: Literal["text", "json", "anthropic", "openai"]
+    format: Literal["text", "json", "anthropic", "openai", "prefix", "provider"]
     #: Fail (502) when any plugin failed, instead of building without it.
     strict: bool
