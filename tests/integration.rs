@@ -31,6 +31,7 @@ mod properties;
 mod sections;
 mod seed_parity;
 mod serve;
+mod serve_answers;
 mod serve_hardening;
 mod stable_inputs;
 mod tokenizer;

@@ -210,11 +210,21 @@ fn thirty_two_clients_get_the_clis_bytes() {
     );
 }
 
-/// An agent folder of its own (copied from examples/marlow, plugins and all).
+/// An agent folder of its own (copied from examples/marlow, plugins and
+/// all), whose `[agent] id` is its folder name (two agents answering to
+/// one id would not start).
 pub fn agent_copy(parent: &Path, name: &str) -> PathBuf {
+    agent_copy_as(parent, name, name)
+}
+
+/// [`agent_copy`] with `[agent] id = "ID"`.
+pub fn agent_copy_as(parent: &Path, name: &str, id: &str) -> PathBuf {
     let from = example("marlow");
     let to = parent.join(name);
     copy_dir(&from, &to);
+    let toml = std::fs::read_to_string(to.join("proem.toml")).unwrap();
+    assert!(toml.contains("id = \"marlow\""));
+    std::fs::write(to.join("proem.toml"), toml.replacen("id = \"marlow\"", &format!("id = {id:?}"), 1)).unwrap();
     to
 }
 

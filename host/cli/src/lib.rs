@@ -118,6 +118,11 @@ pub enum Command {
         /// (over it: 431).
         #[arg(long, value_name = "BYTES", default_value_t = 64 * 1024, value_parser = within(bounds::SERVE_MAX_HEADER_BYTES))]
         max_header_bytes: usize,
+        /// How log lines look on stderr: text, or json (one object a line,
+        /// each request's lines with its request_id; PROEM_LOG=info logs
+        /// every request).
+        #[arg(long, value_name = "FORMAT", value_enum, default_value_t = LogFormat::Text)]
+        log_format: LogFormat,
     },
     /// Work on a plugin binary: `proem plugin check FILE.wasm`.
     Plugin {
@@ -419,6 +424,15 @@ impl TurnArgs {
         }
         Ok(turn)
     }
+}
+
+/// How `proem serve` writes its log lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// tracing's text lines.
+    Text,
+    /// One JSON object a line.
+    Json,
 }
 
 /// Where log lines go.

@@ -12,8 +12,12 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     proem_core::allocator::tune();
-    init_logging(Logs::Stderr);
-    finish(run(proem_cli::parse()))
+    let cli = proem_cli::parse();
+    match &cli.command {
+        Command::Serve { log_format: proem_cli::LogFormat::Json, .. } => proem_serve::log::init_json(),
+        _ => init_logging(Logs::Stderr),
+    }
+    finish(run(cli))
 }
 
 /// What `plugin add` and `plugin pull` tell the operator.
@@ -69,6 +73,7 @@ fn run(cli: Cli) -> Result<Output, ProemError> {
             max_connections,
             header_timeout_ms,
             max_header_bytes,
+            log_format: _,
         } => {
             use proem_serve::{agents::Source, Limits, Options};
             let source = match (agents, agent_dirs.is_empty()) {

@@ -20,11 +20,15 @@
 //! (one file per tokenizer, at most 1.25 MiB each), and at shutdown.
 
 pub mod agents;
+pub mod answer;
 pub mod api;
 pub mod conn;
 pub mod guard;
+pub mod log;
 pub mod metrics;
 pub mod page;
+pub mod request_id;
+pub mod wording;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
