@@ -282,3 +282,136 @@ fn errors_about_a_request_speak_its_fields_never_flags_or_rust_types() {
         assert!(problem["detail"].as_str().unwrap().contains(says), "{problem}");
     }
 }
+
+/// Reads server-sent events from `response` until one contains `wanted`
+/// (10 s at most); returns it.
+async fn event_with(response: &mut reqwest::Response, wanted: &str) -> String {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut text = String::new();
+    loop {
+        let chunk = tokio::time::timeout_at(deadline, response.chunk()).await;
+        let chunk = chunk.unwrap_or_else(|_| panic!("no event with {wanted:?} within 10 s: {text}"));
+        let chunk = chunk.unwrap().expect("the stream stays open");
+        text.push_str(&String::from_utf8_lossy(&chunk));
+        if let Some(event) = text.split("\n\n").find(|e| e.contains(wanted)) {
+            return event.to_string();
+        }
+    }
+}
+
+#[test]
+fn change_events_name_the_files_and_reloads_and_streams_are_bounded() {
+    plugin_env();
+    let parent = tempfile::tempdir().unwrap();
+    let dir = agent_copy(parent.path(), "marlow");
+    let token_file = parent.path().join("token");
+    std::fs::write(&token_file, "a-token-of-enough-length\n").unwrap();
+    let server =
+        Server::start(&["--agents", parent.path().to_str().unwrap(), "--token-file", token_file.to_str().unwrap()]);
+    let rt = runtime();
+    rt.block_on(async {
+        let c = client();
+        let url = format!("{}/v1/agents/marlow/events", server.url);
+        assert_eq!(c.get(&url).send().await.unwrap().status(), 401, "the events need the token");
+        let mut events = c.get(&url).bearer_auth("a-token-of-enough-length").send().await.unwrap();
+        assert_eq!(events.status(), 200);
+        assert!(events.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
+        event_with(&mut events, "changes of agent marlow").await;
+        // A poll to see the folder once, then an edit: named.
+        tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+        std::fs::write(dir.join("SOUL.md"), "# Soul\nEdited while watched.").unwrap();
+        let event = event_with(&mut events, "SOUL.md").await;
+        assert!(event.starts_with("event: change\ndata: ") && event.contains("\"what\":\"files\""), "{event}");
+        // A broken config: a reload_failed event with the reason.
+        let good = std::fs::read_to_string(dir.join("proem.toml")).unwrap();
+        std::fs::write(dir.join("proem.toml"), format!("{good}\n[budget]\ntokens = \"many\"\n")).unwrap();
+        let event = event_with(&mut events, "reload_failed").await;
+        assert!(event.contains("proem.toml"), "{event}");
+        // At most MAX_STREAMS open: one more is a 503 problem.
+        let mut open = Vec::new();
+        let mut refused = None;
+        for _ in 0..100 {
+            let r = c.get(&url).bearer_auth("a-token-of-enough-length").send().await.unwrap();
+            if r.status() != 200 {
+                refused = Some(r);
+                break;
+            }
+            open.push(r);
+        }
+        let refused = refused.expect("a bound on open streams");
+        assert_eq!(open.len() + 1, proem_serve::events::MAX_STREAMS, "this test's stream plus the others");
+        assert_eq!(refused.status(), 503);
+        let problem: Value = refused.json().await.unwrap();
+        assert_eq!(problem["type"], "urn:proem:problem:too-many-streams");
+        drop(open);
+        // Closed streams free their places.
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        let again = c.get(&url).bearer_auth("a-token-of-enough-length").send().await.unwrap();
+        assert_eq!(again.status(), 200);
+    });
+}
+
+#[test]
+fn every_problem_document_and_log_line_carries_the_request_id() {
+    use std::io::BufRead;
+    plugin_env();
+    let mut server = Server::start_with(&[&crate::serve::atlas(), "--log-format", "json"], |c| {
+        c.env("PROEM_LOG", "info").stderr(std::process::Stdio::piped());
+    });
+    let stderr = server.take_stderr().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let rt = runtime();
+    let ids = rt.block_on(async {
+        let c = client();
+        let u = |p: &str| format!("{}{p}", server.url);
+        let problems = vec![
+            c.get(u("/v1/agents/nobody")),
+            c.get(u("/no-such-route")),
+            c.post(u("/v1/agents/atlas/build")).json(&json!({"budget": 5})),
+            c.post(u("/v1/agents/atlas/build")).json(&json!({"zz": 1})),
+            c.post(u("/v1/agents/atlas/build")).header("content-type", "text/plain").body("x"),
+            c.get(u("/v1/agents")).header("host", "evil.example"),
+            c.get(u("/v1/agents")).header("origin", "http://evil.example"),
+        ];
+        let mut ids = Vec::new();
+        for request in problems {
+            let r = request.send().await.unwrap();
+            let status = r.status().as_u16();
+            let header = r.headers()["x-request-id"].to_str().unwrap().to_string();
+            assert!(r.headers()["content-type"].to_str().unwrap().starts_with("application/problem+json"));
+            let problem: Value = r.json().await.unwrap();
+            assert!(status >= 400, "{problem}");
+            assert_eq!(problem["request_id"], header, "{problem}");
+            ids.push(header);
+        }
+        // A client's own id is kept.
+        let r = c.get(u("/v1/agents/nobody")).header("x-request-id", "lb-42.7").send().await.unwrap();
+        let problem: Value = r.json().await.unwrap();
+        assert_eq!(problem["request_id"], "lb-42.7");
+        ids.push("lb-42.7".into());
+        ids
+    });
+    let mut distinct = ids.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(distinct.len(), ids.len(), "{ids:?}");
+    // Every request has a JSON log line with its id and status.
+    let mut seen = std::collections::BTreeSet::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while seen.len() < ids.len() {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let line = rx.recv_timeout(left).unwrap_or_else(|_| panic!("log lines for {:?}, seen {seen:?}", ids));
+        let line: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+        assert!(line["time"].is_string() && line["level"].is_string(), "{line}");
+        if let Some(id) = line["request_id"].as_str().filter(|id| ids.iter().any(|i| i == id)) {
+            if line["status"].as_u64().is_some_and(|s| s >= 400) {
+                seen.insert(id.to_string());
+            }
+        }
+    }
+}

@@ -104,6 +104,25 @@ fn format_name(format: Format) -> &'static str {
     }
 }
 
+/// Each section's text, cut from the prompt's two parts by the sections'
+/// character counts (sections are joined by a blank line within their
+/// zone); `None` for all when the counts do not add up to the text (a
+/// body the marker was neutralised in, say).
+pub fn section_texts(built: &proem::Built) -> Vec<Option<String>> {
+    let mut texts = Vec::with_capacity(built.sections.len());
+    let mut rests = [built.stable.as_str(), built.dynamic.as_str()];
+    for s in &built.sections {
+        let rest = &mut rests[usize::from(s.zone != proem_core::section::Zone::Stable)];
+        let end = rest.char_indices().nth(s.chars).map_or(rest.len(), |(i, _)| i);
+        texts.push(Some(rest[..end].to_string()));
+        *rest = rest[end..].strip_prefix("\n\n").unwrap_or(&rest[end..]);
+    }
+    if rests.iter().any(|r| !r.is_empty()) {
+        return vec![None; built.sections.len()];
+    }
+    texts
+}
+
 /// The response: `body` with its tags, or 304 with the tags alone when the
 /// request's `If-None-Match` names the body's tag.
 pub fn respond(served: &Served, body: String, content_type: &'static str, request: &HeaderMap) -> Response {

@@ -58,6 +58,8 @@ pub struct AppState {
     pub guard: Guard,
     /// Set when shutdown begins: `/readyz` says 503.
     pub stopping: AtomicBool,
+    /// Change notifications (`/v1/agents/{id}/events`).
+    pub events: crate::events::Hub,
 }
 
 /// The router.
@@ -67,6 +69,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/v1/agents/{id}", get(agent))
         .route("/v1/agents/{id}/build", post(build))
         .route("/v1/agents/{id}/inspect", post(inspect))
+        .route("/v1/agents/{id}/events", get(events))
         .route("/v1/openapi.json", get(openapi))
         .route("/metrics", get(metrics))
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), require_token));
@@ -309,12 +312,45 @@ async fn agent(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> Re
                 "provider": c.provider.name,
                 "model": c.provider.model,
                 "budget_tokens": c.budget.tokens(),
+                "dynamic_reserve": c.budget.dynamic_reserve,
             }),
         );
         map.insert("plugins".into(), Value::Array(plugins));
         map.insert("memo_hits".into(), assembler.memo_hits().into());
     }
     axum::Json(out).into_response()
+}
+
+/// The agent's change notifications as server-sent events, or 503 when
+/// the most streams are open (see [`crate::events`]).
+async fn events(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> Response {
+    let Some(agent) = state.agents.get(&id) else { return problem_response(&state, unknown_agent(&state, &id)) };
+    let agent = agent.lock().id.clone();
+    let Some(stream) = state.events.subscribe(agent) else {
+        let problem = Problem::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "too-many-streams",
+            format!(
+                "{} event streams are open, the most this service keeps; try again later",
+                crate::events::MAX_STREAMS
+            ),
+        )
+        .retry_after(5);
+        return problem_response(&state, problem);
+    };
+    let body = futures_util::stream::unfold(stream, |mut stream| async move {
+        let event = stream.next_event().await?;
+        Some((Ok::<_, std::convert::Infallible>(Bytes::from(event)), stream))
+    });
+    (
+        [
+            (header::CONTENT_TYPE, "text/event-stream"),
+            (header::CACHE_CONTROL, "no-cache"),
+            (header::HeaderName::from_static("x-accel-buffering"), "no"),
+        ],
+        Body::from_stream(body),
+    )
+        .into_response()
 }
 
 /// A problem as the response, counted once in the metrics.
@@ -365,11 +401,15 @@ async fn inspect(
 ) -> Response {
     match run_build(&state, &id, &headers, body).await {
         Ok(served) => {
+            let texts = answer::section_texts(&served.built);
             let hashes: Vec<Value> = served
                 .built
                 .sections
                 .iter()
-                .map(|s| json!({"id": s.id, "source": s.source, "hash": format!("{:016x}", s.body_hash)}))
+                .zip(texts)
+                .map(|(s, text)| {
+                    json!({"id": s.id, "source": s.source, "hash": format!("{:016x}", s.body_hash), "text": text})
+                })
                 .collect();
             let body = json!({ "build": &*served.built, "section_hashes": hashes, "stale": served.stale });
             answer::respond(&served, body.to_string(), "application/json", &headers)
@@ -646,6 +686,7 @@ mod tests {
             token: None,
             guard: Guard::new(listen, &[]).unwrap(),
             stopping: AtomicBool::new(false),
+            events: crate::events::Hub::default(),
         })
     }
 
