@@ -33,6 +33,7 @@ mod seed_parity;
 mod serve;
 mod serve_answers;
 mod serve_hardening;
+mod serve_replicas;
 mod stable_inputs;
 mod tokenizer;
 mod wit_package;
