@@ -818,8 +818,10 @@ fn the_inspector_page_builds_compares_and_shows_no_console_error() {
         // Edit SOUL.md, build again: the compare view names the section and the cache bust.
         std::fs::write(dir.join("SOUL.md"), "# Soul\nEdited while the page was open.").unwrap();
         browser.click("#build").await;
+        // A build that raced the edit compares equal: build again until the
+        // change shows (the button is disabled while a build runs).
         browser
-            .until("the compare view shows the changed persona", "return document.getElementById('compare').textContent.includes('changed: persona (core)')")
+            .until("the compare view shows the changed persona", "const shown = document.getElementById('compare').textContent.includes('changed: persona (core)'); const b = document.getElementById('build'); if (!shown && !b.disabled) b.click(); return shown;")
             .await;
         let compare = browser.js("return document.getElementById('compare').textContent").await;
         let compare = compare.as_str().unwrap();

@@ -118,14 +118,15 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::{Arc, Mutex};
+    use proem_core::sync::Lock;
+    use std::sync::Arc;
 
     #[derive(Clone, Default)]
-    struct Lines(Arc<Mutex<Vec<u8>>>);
+    struct Lines(Arc<Lock<Vec<u8>>>);
 
     impl std::io::Write for Lines {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(buf);
+            self.0.lock().extend_from_slice(buf);
             Ok(buf.len())
         }
         fn flush(&mut self) -> std::io::Result<()> {
@@ -148,7 +149,7 @@ mod tests {
             let _entered = span.enter();
             tracing::warn!(status = 503u64, "a \"quoted\"\nmessage");
         });
-        let text = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+        let text = String::from_utf8(lines.0.lock().clone()).unwrap();
         assert_eq!(text.lines().count(), 1, "{text}");
         let line: Value = serde_json::from_str(text.trim_end()).unwrap();
         assert_eq!(line["request_id"], "r-1");
