@@ -56,6 +56,11 @@ impl Server {
         Server { child, url }
     }
 
+    /// The server's stderr, when `start_with` piped it.
+    pub fn take_stderr(&mut self) -> Option<std::process::ChildStderr> {
+        self.child.stderr.take()
+    }
+
     /// The server's process id.
     pub fn pid(&self) -> i32 {
         self.child.id() as i32
@@ -211,11 +216,21 @@ fn thirty_two_clients_get_the_clis_bytes() {
     );
 }
 
-/// An agent folder of its own (copied from examples/marlow, plugins and all).
+/// An agent folder of its own (copied from examples/marlow, plugins and
+/// all), whose `[agent] id` is its folder name (two agents answering to
+/// one id would not start).
 pub fn agent_copy(parent: &Path, name: &str) -> PathBuf {
+    agent_copy_as(parent, name, name)
+}
+
+/// [`agent_copy`] with `[agent] id = "ID"`.
+pub fn agent_copy_as(parent: &Path, name: &str, id: &str) -> PathBuf {
     let from = example("marlow");
     let to = parent.join(name);
     copy_dir(&from, &to);
+    let toml = std::fs::read_to_string(to.join("proem.toml")).unwrap();
+    assert!(toml.contains("id = \"marlow\""));
+    std::fs::write(to.join("proem.toml"), toml.replacen("id = \"marlow\"", &format!("id = {id:?}"), 1)).unwrap();
     to
 }
 
@@ -569,6 +584,14 @@ fn check(doc: &Value, schema: &Value, value: &Value, at: &str, errors: &mut Vec<
     }
 }
 
+/// `v`, or what its `$ref` points at in `doc`.
+fn resolve<'a>(doc: &'a Value, v: &'a Value) -> &'a Value {
+    match v.get("$ref").and_then(Value::as_str) {
+        Some(r) => r.trim_start_matches("#/").split('/').fold(doc, |v, k| &v[k]),
+        None => v,
+    }
+}
+
 #[test]
 fn every_response_matches_the_openapi_document() {
     plugin_env();
@@ -600,7 +623,22 @@ fn every_response_matches_the_openapi_document() {
                 "/v1/agents/{id}/inspect",
             ),
             ("POST", "/v1/agents/nobody/inspect".into(), Some(json!({})), "/v1/agents/{id}/inspect"),
+            (
+                "POST",
+                "/v1/agents/atlas/build?report=1".into(),
+                Some(json!({"format": "anthropic", "now": null, "tools": [{"name": "t"}]})),
+                "/v1/agents/{id}/build",
+            ),
+            ("POST", "/v1/agents/atlas/build?report=2".into(), Some(json!({})), "/v1/agents/{id}/build"),
+            ("GET", "/healthz".into(), None, "/healthz"),
+            ("GET", "/readyz".into(), None, "/readyz"),
+            ("GET", "/metrics".into(), None, "/metrics"),
+            ("GET", "/".into(), None, "/"),
+            ("GET", "/app.js".into(), None, "/app.js"),
+            ("GET", "/app.css".into(), None, "/app.css"),
+            ("GET", "/v1/openapi.json".into(), None, "/v1/openapi.json"),
         ];
+
         for (method, path, body, template) in calls {
             let mut request = c.request(method.parse().unwrap(), format!("{}{path}", server.url));
             if let Some(b) = &body {
@@ -609,12 +647,22 @@ fn every_response_matches_the_openapi_document() {
             let r = request.send().await.unwrap();
             let status = r.status().as_u16().to_string();
             let content_type = r.headers()["content-type"].to_str().unwrap().split(';').next().unwrap().to_string();
-            let value: Value = r.json().await.unwrap();
+            let headers = r.headers().clone();
+            let text = r.text().await.unwrap();
+            let value: Value =
+                if content_type.ends_with("json") { serde_json::from_str(&text).unwrap() } else { Value::String(text) };
             let op = &doc["paths"][template][method.to_lowercase()];
-            let mut response = &op["responses"][&status];
+            let response = resolve(&doc, &op["responses"][&status]);
             assert!(!response.is_null(), "{method} {path}: status {status} is not documented");
-            if let Some(r) = response.get("$ref").and_then(Value::as_str) {
-                response = r.trim_start_matches("#/").split('/').fold(&doc, |v, k| &v[k]);
+            for (name, header) in response["headers"].as_object().into_iter().flatten() {
+                let header = resolve(&doc, header);
+                if header["required"] == json!(true) {
+                    let got = headers.get(name.as_str()).map(|v| Value::String(v.to_str().unwrap().into()));
+                    let got = got.unwrap_or_else(|| panic!("{method} {path} ({status}): no {name} header"));
+                    let mut errors = Vec::new();
+                    check(&doc, &header["schema"], &got, name, &mut errors);
+                    assert!(errors.is_empty(), "{method} {path}: {errors:?}");
+                }
             }
             let schema = &response["content"][&content_type]["schema"];
             assert!(!schema.is_null(), "{method} {path}: {status} {content_type} is not documented");
@@ -771,8 +819,10 @@ fn the_inspector_page_builds_compares_and_shows_no_console_error() {
         // Edit SOUL.md, build again: the compare view names the section and the cache bust.
         std::fs::write(dir.join("SOUL.md"), "# Soul\nEdited while the page was open.").unwrap();
         browser.click("#build").await;
+        // A build that raced the edit compares equal: build again until the
+        // change shows (the button is disabled while a build runs).
         browser
-            .until("the compare view shows the changed persona", "return document.getElementById('compare').textContent.includes('changed: persona (core)')")
+            .until("the compare view shows the changed persona", "const shown = document.getElementById('compare').textContent.includes('changed: persona (core)'); const b = document.getElementById('build'); if (!shown && !b.disabled) b.click(); return shown;")
             .await;
         let compare = browser.js("return document.getElementById('compare').textContent").await;
         let compare = compare.as_str().unwrap();
@@ -845,4 +895,81 @@ fn a_slow_body_is_cut_off_at_the_deadline() {
     assert!(reply.starts_with("HTTP/1.1 408"), "{reply}");
     assert!(reply.contains("did not arrive within 300 ms"), "{reply}");
     assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+}
+
+/// Copies a screenshot of the browser's page to target/NAME.png (the
+/// README's are taken from there into docs/images/).
+async fn screenshot(browser: &Browser, name: &str) {
+    let shot = browser.call("GET", "/screenshot", Value::Null).await;
+    let png = base64_decode(shot.as_str().unwrap());
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("../{name}.png"));
+    std::fs::write(&path, png).unwrap();
+    eprintln!("screenshot: {}", path.display());
+}
+
+#[test]
+fn the_inspector_page_signs_in_is_told_of_changes_diffs_and_greys_a_failed_build() {
+    plugin_env();
+    let parent = tempfile::tempdir().unwrap();
+    let dir = agent_copy(parent.path(), "marlow");
+    let token_file = parent.path().join("token");
+    std::fs::write(&token_file, "page-token-of-enough-length\n").unwrap();
+    let server = Server::start(&[dir.to_str().unwrap(), "--token-file", token_file.to_str().unwrap()]);
+    let rt = runtime();
+    rt.block_on(async {
+        let Some(browser) = Browser::start().await else { return };
+        browser.call("POST", "/url", json!({"url": format!("{}/", server.url)})).await;
+        // 401: the sign-in row shows; the token goes to sessionStorage, not the URL.
+        browser.until("the sign-in row shows", "return !document.getElementById('token-row').hidden").await;
+        browser.js("document.getElementById('token').value = 'page-token-of-enough-length'; return true").await;
+        browser.click("#sign-in").await;
+        browser.until("the agent list loads once signed in", "return document.querySelectorAll('#agent option').length === 1").await;
+        let kept = browser.js("return [sessionStorage.getItem('proem-token'), location.href.includes('token'), document.getElementById('token').value]").await;
+        assert_eq!(kept, json!(["page-token-of-enough-length", false, ""]));
+        // Every turn input the API takes has a field.
+        let missing = browser.js("const f = document.getElementById('turn').elements; return ['mode','session_key','heartbeat','replies_optional','thinking','provider','model','channel','chat_kind','group_title','extra','owners','tools','now','timezone','budget'].filter((n) => !f[n])").await;
+        assert_eq!(missing, json!([]), "fields the form lacks");
+        browser.js("const f = document.getElementById('turn').elements; f.session_key.value = 'agent:main:telegram:direct:42'; f.owners.value = 'ines, tom'; f.tools.value = '[{\"name\": \"read\", \"description\": \"Read a file\"}]'; f.now.value = '2026-11-21T09:30'; return true").await;
+        browser.click("#build").await;
+        browser.until("the first build", "return document.getElementById('build-status').textContent.startsWith('built')").await;
+        // The bar: labelled segments and the dynamic reserve.
+        let bar = browser.js("return [document.querySelector('#bar .seg').textContent.length > 0, !!document.querySelector('#bar .reserve'), document.getElementById('bar-scale').textContent.includes('budget')]").await;
+        assert_eq!(bar, json!([true, true, true]));
+        screenshot(&browser, "inspector-build").await;
+
+        // An edit while the page is open: the page is told, names the file, offers a rebuild.
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        std::fs::write(dir.join("SOUL.md"), "# Soul\nCalm and exact.\nEdited while the page was open.").unwrap();
+        browser.until("the change banner names SOUL.md", "return !document.getElementById('changes').hidden && document.getElementById('changes-text').textContent.includes('SOUL.md')").await;
+        screenshot(&browser, "inspector-changed").await;
+        browser.click("#rebuild").await;
+        browser.until("the compare view diffs the persona", "return document.querySelectorAll('#compare .diff .add').length > 0").await;
+        let compare = browser.js("return [document.getElementById('compare').textContent, document.querySelector('#compare h3').textContent]").await;
+        let text = compare[0].as_str().unwrap();
+        assert!(text.contains("Files changed: SOUL.md") && text.contains("+ Edited while the page was open."), "{text}");
+        assert!(compare[1].as_str().unwrap().ends_with("stable"), "stable sections first: {compare}");
+        screenshot(&browser, "inspector-compare").await;
+
+        // A budget that leaves sections out: they stay in the table, marked why.
+        browser.js("document.getElementById('turn').elements.budget.value = '900'; return true").await;
+        browser.click("#build").await;
+        browser.until("dropped rows", "return [...document.querySelectorAll('#sections tr.dropped')].some((r) => r.textContent.includes('dropped: left out for the budget'))").await;
+        // An error greys the previous result and says so.
+        browser.js("document.getElementById('turn').elements.budget.value = '5'; return true").await;
+        browser.click("#build").await;
+        browser.until("a failed build greys the result", "return document.getElementById('result').classList.contains('greyed') && document.getElementById('build-status').textContent.includes('build failed')").await;
+        let status = browser.js("return document.getElementById('build-status').textContent").await;
+        assert!(status.as_str().unwrap().contains("`budget`") && status.as_str().unwrap().contains("[request "), "{status}");
+
+        let logs = browser.call("POST", "/se/log", json!({"type": "browser"})).await;
+        let severe: Vec<&Value> = logs
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|l| l["level"] == "SEVERE" && !l["message"].as_str().unwrap_or("").contains(" 401 ") && !l["message"].as_str().unwrap_or("").contains(" 422 "))
+            .collect();
+        assert!(severe.is_empty(), "console errors: {severe:?}");
+        browser.call("DELETE", "", Value::Null).await;
+    });
 }

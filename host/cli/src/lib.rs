@@ -138,6 +138,11 @@ pub enum Command {
         /// (over it: 431).
         #[arg(long, value_name = "BYTES", default_value_t = 64 * 1024, value_parser = within(bounds::SERVE_MAX_HEADER_BYTES))]
         max_header_bytes: usize,
+        /// How log lines look on stderr: text, or json (one object a line,
+        /// each request's lines with its request_id; PROEM_LOG=info logs
+        /// every request).
+        #[arg(long, value_name = "FORMAT", value_enum, default_value_t = LogFormat::Text)]
+        log_format: LogFormat,
     },
     /// Say what moved the stable hash between two builds: the section and
     /// its input (file, plugin, config table, tools, skills) whose digest
@@ -543,6 +548,15 @@ impl TurnArgs {
         }
         Ok(turn)
     }
+}
+
+/// How `proem serve` writes its log lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// tracing's text lines.
+    Text,
+    /// One JSON object a line.
+    Json,
 }
 
 /// Where log lines go.

@@ -12,11 +12,15 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     proem_core::allocator::tune();
-    init_logging(Logs::Stderr);
+    let cli = proem_cli::parse();
+    match &cli.command {
+        Command::Serve { log_format: proem_cli::LogFormat::Json, .. } => proem_serve::log::init_json(),
+        _ => init_logging(Logs::Stderr),
+    }
     // tokenizer.json files for every command that builds (`build` goes
     // through proem-core with the wasmtime runtime, not the proem crate).
     proem::install_tokenizers();
-    finish(run(proem_cli::parse()))
+    finish(run(cli))
 }
 
 /// What `plugin add` and `plugin pull` tell the operator.
@@ -106,6 +110,7 @@ fn run(cli: Cli) -> Result<Output, CliError> {
             max_connections,
             header_timeout_ms,
             max_header_bytes,
+            log_format: _,
         } => {
             use proem_serve::{agents::Source, Limits, Options};
             let source = match (agents, agent_dirs.is_empty()) {

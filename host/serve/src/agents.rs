@@ -2,7 +2,11 @@
 //! reloading.
 //!
 //! An agent is a folder with a proem.toml: named on the command line, or a
-//! subfolder of `--agents DIR`. Its id is the folder's name. Every
+//! subfolder of `--agents DIR`. Its id is the folder's name; it also
+//! answers to its proem.toml's `[agent] id` when that differs. An id two
+//! agents would answer to is an error at startup; one that appears later
+//! (a folder added, a config edited) answers for neither but by folder
+//! name, and is logged. Every
 //! [`POLL_INTERVAL`] a background task looks at what an assembler cannot
 //! watch itself (its proem.toml and its plugin files; the workspace files
 //! are the assembler's own memo's business) and at the `--agents` folder.
@@ -87,13 +91,16 @@ pub struct Agents {
     agents: Lock<BTreeMap<String, Arc<Lock<Agent>>>>,
     /// Why the last listing of `--agents` failed, while it does (logged once).
     listing_error: Lock<Option<String>>,
+    /// The ids two agents answer to, as the last poll found them (logged once).
+    known_clashes: Lock<Vec<String>>,
 }
 
 impl Agents {
     /// Finds and opens the agents. An agent that fails to open is kept with
     /// its error (it serves once fixed); two folders with one name are an error.
     pub fn open(source: Source) -> Result<Agents, String> {
-        let agents = Agents { source, agents: Lock::default(), listing_error: Lock::default() };
+        let agents =
+            Agents { source, agents: Lock::default(), listing_error: Lock::default(), known_clashes: Lock::default() };
         let dirs = agents.discover()?;
         let mut seen = BTreeMap::new();
         for dir in dirs {
@@ -111,12 +118,55 @@ impl Agents {
             map.insert(id.clone(), Arc::new(Lock::new(Agent::load(id, dir))));
         }
         drop(map);
+        if let Some(clash) = agents.clashes().into_iter().next() {
+            return Err(clash);
+        }
         Ok(agents)
     }
 
-    /// The agent `id`.
+    /// The agent `id`: by folder name, else by the `[agent] id` exactly one
+    /// agent answers to and no folder is named.
     pub fn get(&self, id: &str) -> Option<Arc<Lock<Agent>>> {
-        self.agents.lock().get(id).cloned()
+        let map = self.agents.lock();
+        if let Some(agent) = map.get(id) {
+            return Some(agent.clone());
+        }
+        let mut named = map.values().filter(|a| a.lock().config_id().as_deref() == Some(id));
+        match (named.next(), named.next()) {
+            (Some(agent), None) => Some(agent.clone()),
+            _ => None,
+        }
+    }
+
+    /// Every id two agents would answer to, as an error naming both
+    /// folders and the fix (sorted, one per id).
+    pub fn clashes(&self) -> Vec<String> {
+        let agents: Vec<(String, PathBuf, Option<String>)> = self
+            .all()
+            .iter()
+            .map(|a| {
+                let a = a.lock();
+                (a.id.clone(), a.dir.clone(), a.config_id())
+            })
+            .collect();
+        let mut by_id: BTreeMap<&str, Vec<&PathBuf>> = BTreeMap::new();
+        for (folder, dir, config_id) in &agents {
+            by_id.entry(folder.as_str()).or_default().push(dir);
+            if let Some(config_id) = config_id.as_deref().filter(|c| c != folder) {
+                by_id.entry(config_id).or_default().push(dir);
+            }
+        }
+        by_id
+            .into_iter()
+            .filter(|(_, dirs)| dirs.len() > 1)
+            .map(|(id, dirs)| {
+                let dirs: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+                format!(
+                    "{} would all answer to agent id {id:?} (a folder's name or its proem.toml's [agent] id):                      rename a folder or change an [agent] id so that each id names one agent",
+                    dirs.join(" and ")
+                )
+            })
+            .collect()
     }
 
     /// Every agent, sorted by id.
@@ -141,7 +191,19 @@ impl Agents {
                 agent.lock().apply(attempt, &mut changes);
             }
         }
+        self.note_clashes();
         changes
+    }
+
+    /// Logs each id that two agents came to answer to since the last poll
+    /// (each then answers by folder name only, see [`Agents::get`]).
+    fn note_clashes(&self) {
+        let clashes = self.clashes();
+        let mut known = self.known_clashes.lock();
+        for clash in clashes.iter().filter(|c| !known.contains(c)) {
+            tracing::warn!("{clash}; until then such an id answers for neither agent");
+        }
+        *known = clashes;
     }
 
     /// Adds the `--agents` subfolders that appeared and removes those that
@@ -230,6 +292,19 @@ fn is_missing(e: &io::Error) -> bool {
 }
 
 impl Agent {
+    /// The `[agent] id` of the config serving, when it names one other
+    /// than the folder's.
+    pub fn config_id(&self) -> Option<String> {
+        let config_id = self.assembler.as_ref()?.config().agent.id.clone()?;
+        (config_id != self.id).then_some(config_id)
+    }
+
+    /// Whether the agent serves an older config than its files say: its
+    /// last reload failed and the previous config still answers.
+    pub fn stale(&self) -> bool {
+        self.assembler.is_some() && self.last_error.is_some()
+    }
+
     /// The agent in `dir`, loaded once (blocking).
     fn load(id: String, dir: PathBuf) -> Agent {
         let mut agent = Agent {

@@ -12,9 +12,10 @@
 //! blocking pool under that slot.
 
 use crate::agents::{without_server_paths, Agents};
+use crate::answer::{self, Extras, Served};
 use crate::guard::Guard;
 use crate::metrics::Metrics;
-use crate::{page, Limits};
+use crate::{page, request_id, wording, Limits};
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -57,6 +58,8 @@ pub struct AppState {
     pub guard: Guard,
     /// Set when shutdown begins: `/readyz` says 503.
     pub stopping: AtomicBool,
+    /// Change notifications (`/v1/agents/{id}/events`).
+    pub events: crate::events::Hub,
 }
 
 /// The router.
@@ -66,6 +69,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/v1/agents/{id}", get(agent))
         .route("/v1/agents/{id}/build", post(build))
         .route("/v1/agents/{id}/inspect", post(inspect))
+        .route("/v1/agents/{id}/events", get(events))
         .route("/v1/openapi.json", get(openapi))
         .route("/metrics", get(metrics))
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), require_token));
@@ -117,12 +121,13 @@ async fn errors_as_problems(request: Request, next: Next) -> Response {
     problem
 }
 
-/// `routes` behind what every request passes: the panic catcher outermost,
-/// then the guard.
+/// `routes` behind what every request passes: its request id outermost,
+/// then the panic catcher, then the guard.
 fn with_layers(routes: Router<Arc<AppState>>, state: Arc<AppState>) -> Router {
     routes
         .layer(axum::middleware::from_fn_with_state(state.clone(), admit))
         .layer(axum::middleware::from_fn_with_state(state.clone(), catch_panic))
+        .layer(axum::middleware::from_fn(request_id::tag))
         .with_state(state)
 }
 
@@ -224,6 +229,9 @@ impl IntoResponse for Problem {
         });
         if let Value::Object(map) = &mut body {
             map.extend(self.extra);
+            if let Some(id) = request_id::current() {
+                map.insert("request_id".into(), id.into());
+            }
         }
         let mut response = (self.status, body.to_string()).into_response();
         let headers = response.headers_mut();
@@ -290,6 +298,7 @@ fn summary(agent: &crate::agents::Agent) -> Value {
     json!({
         "id": agent.id,
         "status": if agent.assembler.is_none() { "not_loaded" } else if agent.last_error.is_some() { "stale" } else { "ok" },
+        "stale": agent.stale(),
         "last_error": agent.last_error,
         "reloads": agent.reloads,
         "loaded_at": secs(agent.loaded_at),
@@ -340,12 +349,45 @@ async fn agent(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> Re
                 "provider": c.provider.name,
                 "model": c.provider.model,
                 "budget_tokens": c.budget.tokens(),
+                "dynamic_reserve": c.budget.dynamic_reserve,
             }),
         );
         map.insert("plugins".into(), Value::Array(plugins));
         map.insert("memo_hits".into(), assembler.memo_hits().into());
     }
     axum::Json(out).into_response()
+}
+
+/// The agent's change notifications as server-sent events, or 503 when
+/// the most streams are open (see [`crate::events`]).
+async fn events(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> Response {
+    let Some(agent) = state.agents.get(&id) else { return problem_response(&state, unknown_agent(&state, &id)) };
+    let agent = agent.lock().id.clone();
+    let Some(stream) = state.events.subscribe(agent) else {
+        let problem = Problem::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "too-many-streams",
+            format!(
+                "{} event streams are open, the most this service keeps; try again later",
+                crate::events::MAX_STREAMS
+            ),
+        )
+        .retry_after(5);
+        return problem_response(&state, problem);
+    };
+    let body = futures_util::stream::unfold(stream, |mut stream| async move {
+        let event = stream.next_event().await?;
+        Some((Ok::<_, std::convert::Infallible>(Bytes::from(event)), stream))
+    });
+    (
+        [
+            (header::CONTENT_TYPE, "text/event-stream"),
+            (header::CACHE_CONTROL, "no-cache"),
+            (header::HeaderName::from_static("x-accel-buffering"), "no"),
+        ],
+        Body::from_stream(body),
+    )
+        .into_response()
 }
 
 /// A problem as the response, counted once in the metrics.
@@ -363,15 +405,24 @@ fn unknown_agent(state: &AppState, id: &str) -> Problem {
     )
 }
 
-async fn build(State(state): State<Arc<AppState>>, Path(id): Path<String>, headers: HeaderMap, body: Body) -> Response {
+async fn build(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+    uri: axum::http::Uri,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let extras = match Extras::from_query(uri.query()) {
+        Ok(extras) => extras,
+        Err(why) => {
+            let problem = Problem::new(StatusCode::BAD_REQUEST, "bad-request", why).with("field", "report");
+            return problem_response(&state, problem);
+        }
+    };
     match run_build(&state, &id, &headers, body).await {
-        Ok((_, text, format)) => {
-            let content_type = if format == proem_core::render::Format::Text {
-                "text/plain; charset=utf-8"
-            } else {
-                "application/json"
-            };
-            ([(header::CONTENT_TYPE, content_type)], text).into_response()
+        Ok(served) => {
+            let (body, content_type) = answer::build_body(&served, extras);
+            answer::respond(&served, body, content_type, &headers)
         }
         Err(problem) => problem_response(&state, problem),
     }
@@ -386,28 +437,30 @@ async fn inspect(
     body: Body,
 ) -> Response {
     match run_build(&state, &id, &headers, body).await {
-        Ok((built, _, _)) => {
-            let hashes: Vec<Value> = built
+        Ok(served) => {
+            let texts = answer::section_texts(&served.built);
+            let hashes: Vec<Value> = served
+                .built
                 .sections
                 .iter()
-                .map(|s| json!({"id": s.id, "source": s.source, "hash": format!("{:016x}", s.body_hash)}))
+                .zip(texts)
+                .map(|(s, text)| {
+                    json!({"id": s.id, "source": s.source, "hash": format!("{:016x}", s.body_hash), "text": text})
+                })
                 .collect();
-            axum::Json(json!({ "build": &*built, "section_hashes": hashes })).into_response()
+            let body = json!({ "build": &*served.built, "section_hashes": hashes, "stale": served.stale });
+            answer::respond(&served, body.to_string(), "application/json", &headers)
         }
         Err(problem) => problem_response(&state, problem),
     }
 }
 
-async fn run_build(
-    state: &Arc<AppState>,
-    id: &str,
-    headers: &HeaderMap,
-    body: Body,
-) -> Result<(Arc<proem::Built>, String, proem_core::render::Format), Problem> {
+async fn run_build(state: &Arc<AppState>, asked: &str, headers: &HeaderMap, body: Body) -> Result<Served, Problem> {
     // The deadline covers reading the body and queueing too.
     let started = Instant::now();
     let deadline = started + state.limits.timeout;
-    let (dir, assembler) = serving(state, id)?;
+    let Serving { id, dir, assembler, stale } = serving(state, asked)?;
+    let id = id.as_str();
     let declared = declared_length(headers);
     if declared.is_some_and(|n| n > state.limits.body_bytes as u64) {
         return Err(too_large(state));
@@ -417,8 +470,8 @@ async fn run_build(
     let (request, permit) = if small {
         let bytes = read_body(state, body, deadline).await?;
         let request = parse_request(&bytes)?;
-        if let Some(hit) = memoised(state, id, &assembler, &request, &dir)? {
-            return Ok(hit);
+        if let Some((built, text)) = memoised(state, id, &assembler, &request, &dir)? {
+            return Ok(Served { agent: id.to_string(), built, text, format: request.format(), stale });
         }
         (request, take_slot(state, deadline).await?)
     } else {
@@ -451,7 +504,7 @@ async fn run_build(
     match outcome {
         Ok((built, text)) => {
             state.metrics.build(id, "ok", elapsed, Some(&built), memo_hit);
-            Ok((Arc::new(built), text, request.format()))
+            Ok(Served { agent: id.to_string(), built: Arc::new(built), text, format: request.format(), stale })
         }
         Err(e) => {
             let problem = problem_of(e, &dir);
@@ -466,16 +519,31 @@ async fn run_build(
     }
 }
 
-/// The agent's folder and the assembler serving it, or why there is none.
-fn serving(state: &AppState, id: &str) -> Result<(std::path::PathBuf, Arc<proem::Assembler>), Problem> {
+/// The agent a request names, as it serves now.
+struct Serving {
+    /// Its folder name (whatever id the request used).
+    id: String,
+    /// Its folder.
+    dir: std::path::PathBuf,
+    /// The assembler serving it.
+    assembler: Arc<proem::Assembler>,
+    /// Whether its last reload failed (an older config serves).
+    stale: bool,
+}
+
+/// The agent `id` names (by folder or `[agent] id`) and the assembler
+/// serving it, or why there is none.
+fn serving(state: &AppState, id: &str) -> Result<Serving, Problem> {
     let agent = state.agents.get(id).ok_or_else(|| unknown_agent(state, id))?;
     let agent = agent.lock();
     match &agent.assembler {
-        Some(a) => Ok((agent.dir.clone(), a.clone())),
+        Some(a) => {
+            Ok(Serving { id: agent.id.clone(), dir: agent.dir.clone(), assembler: a.clone(), stale: agent.stale() })
+        }
         None => Err(Problem::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "agent-not-loaded",
-            format!("agent {id} has not loaded: {}", agent.last_error.as_deref().unwrap_or("not loaded yet")),
+            format!("agent {} has not loaded: {}", agent.id, agent.last_error.as_deref().unwrap_or("not loaded yet")),
         )),
     }
 }
@@ -512,9 +580,10 @@ fn too_large(state: &AppState) -> Problem {
 /// or a 400 naming the field at fault.
 fn parse_request(bytes: &[u8]) -> Result<BuildRequest, Problem> {
     BuildRequest::from_json(bytes).map_err(|e| {
+        let message = wording::for_client(&e.message);
         let detail = match &e.field {
-            None => format!("the body is not a build request: {}", e.message),
-            Some(field) => format!("field `{field}`: {}", e.message),
+            None => format!("the body is not a build request: {message}"),
+            Some(field) => format!("field `{field}`: {message}"),
         };
         Problem::new(StatusCode::BAD_REQUEST, "bad-request", detail).with("field", e.field.unwrap_or_default())
     })
@@ -530,12 +599,12 @@ fn memoised(
     assembler: &proem::Assembler,
     request: &BuildRequest,
     dir: &FsPath,
-) -> Result<Option<(Arc<proem::Built>, String, proem_core::render::Format)>, Problem> {
+) -> Result<Option<(Arc<proem::Built>, String)>, Problem> {
     let started = Instant::now();
     let Some(built) = assembler.memoised(&request.turn) else { return Ok(None) };
     let text = proem_core::request::respond(&built, request).map_err(|e| problem_of(e, dir))?;
     state.metrics.build(id, "ok", started.elapsed(), Some(&built), true);
-    Ok(Some((Arc::new(built), text, request.format())))
+    Ok(Some((Arc::new(built), text)))
 }
 
 /// A build slot: a free one at once, else a wait in the queue, or 503 when
@@ -566,7 +635,8 @@ async fn take_slot(state: &AppState, deadline: Instant) -> Result<SemaphorePermi
 /// Runs `work` on tokio's blocking pool. A panic in it is logged and
 /// becomes a 500 problem: the request fails, the server goes on.
 async fn off_thread<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Result<T, Problem> {
-    tokio::task::spawn_blocking(work).await.map_err(|join_error| {
+    let span = tracing::Span::current();
+    tokio::task::spawn_blocking(move || span.in_scope(work)).await.map_err(|join_error| {
         let what = if join_error.is_panic() { "panicked" } else { "was cancelled" };
         tracing::error!("a build {what}: {join_error}");
         internal_error(&format!("the build {what}"))
@@ -584,10 +654,16 @@ fn timed_out(state: &AppState) -> Problem {
 
 /// A build error as a problem: what the caller sent is a 400 naming the
 /// field, a budget too small a 422 with the overshoot, the agent's own
-/// trouble (its config, a required plugin) a 5xx. Files are named relative
-/// to the agent's folder `dir`, never by a server path.
+/// trouble (its config, a required plugin) a 5xx. The detail is in the
+/// request's words ([`wording`]); files are named relative to the agent's
+/// folder `dir`, never by a server path.
 fn problem_of(e: ProemError, dir: &FsPath) -> Problem {
-    let detail = without_server_paths(&e.to_string(), dir);
+    let detail = match &e {
+        ProemError::BudgetTooSmall { budget, needed, over } => wording::budget_too_small(*budget, *needed, *over),
+        ProemError::Input { input, message } => format!("field `{}`: {message}", wording::field_of(input)),
+        _ => e.to_string(),
+    };
+    let detail = wording::for_client(&without_server_paths(&detail, dir));
     match e {
         ProemError::BudgetTooSmall { budget, needed, over } => {
             Problem::new(StatusCode::UNPROCESSABLE_ENTITY, "budget-too-small", detail)
@@ -597,8 +673,7 @@ fn problem_of(e: ProemError, dir: &FsPath) -> Problem {
                 .with("over", over)
         }
         ProemError::Input { input, .. } => {
-            let field = input.trim_start_matches('-').replace('-', "_");
-            Problem::new(StatusCode::BAD_REQUEST, "bad-request", detail).with("field", field)
+            Problem::new(StatusCode::BAD_REQUEST, "bad-request", detail).with("field", wording::field_of(&input))
         }
         ProemError::Tools { .. } => Problem::new(StatusCode::BAD_REQUEST, "bad-request", detail).with("field", "tools"),
         ProemError::Plugin { id, .. } => {
@@ -648,6 +723,7 @@ mod tests {
             token: None,
             guard: Guard::new(listen, &[]).unwrap(),
             stopping: AtomicBool::new(false),
+            events: crate::events::Hub::default(),
         })
     }
 

@@ -20,11 +20,16 @@
 //! (one file per tokenizer, at most 1.25 MiB each), and at shutdown.
 
 pub mod agents;
+pub mod answer;
 pub mod api;
 pub mod conn;
+pub mod events;
 pub mod guard;
+pub mod log;
 pub mod metrics;
 pub mod page;
+pub mod request_id;
+pub mod wording;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -126,6 +131,7 @@ pub fn run(options: Options, ready: impl FnOnce(SocketAddr)) -> Result<(), Strin
             token,
             guard,
             stopping: AtomicBool::new(false),
+            events: events::Hub::default(),
         });
         let reloader = tokio::spawn(reload_loop(state.clone()));
         let saver = tokio::spawn(save_loop());
@@ -134,6 +140,7 @@ pub fn run(options: Options, ready: impl FnOnce(SocketAddr)) -> Result<(), Strin
         let stop = async move {
             shutdown_signal().await;
             stopping.stopping.store(true, Ordering::SeqCst);
+            stopping.events.close();
             tracing::info!("shutting down: finishing the builds in flight");
         };
         // In flight at the signal: a build within its deadline, a response
@@ -157,20 +164,42 @@ async fn save_loop() {
 }
 
 /// Looks for changed agents every [`agents::POLL_INTERVAL`], off the
-/// request path.
+/// request path, and tells the event streams what changed (the agents'
+/// workspace files only while a stream is open).
 async fn reload_loop(state: Arc<api::AppState>) {
+    use events::Change;
     loop {
         tokio::time::sleep(agents::POLL_INTERVAL).await;
-        let agents = state.agents.clone();
-        let Ok(changes) = tokio::task::spawn_blocking(move || agents.poll()).await else { continue };
+        let polled = state.clone();
+        let work = move || {
+            let changes = polled.agents.poll();
+            let folders: Vec<(String, PathBuf)> = polled
+                .agents
+                .all()
+                .iter()
+                .map(|a| {
+                    let a = a.lock();
+                    (a.id.clone(), a.dir.clone())
+                })
+                .collect();
+            polled.events.look_at_folders(&folders);
+            changes
+        };
+        let Ok(changes) = tokio::task::spawn_blocking(work).await else { continue };
         for (id, result) in changes.reloaded {
             state.metrics.reload(&id, result.is_ok());
+            let change = match &result {
+                Ok(()) => Change::new(&id, "config", Vec::new(), None),
+                Err(why) => Change::new(&id, "reload_failed", Vec::new(), Some(why)),
+            };
+            state.events.publish(change);
         }
         for id in changes.added {
             tracing::info!(agent = %id, "agent added");
         }
         for id in changes.removed {
             tracing::info!(agent = %id, "agent removed");
+            state.events.publish(Change::new(&id, "removed", Vec::new(), None));
         }
     }
 }

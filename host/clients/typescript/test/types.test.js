@@ -105,7 +105,7 @@ test("the README's example runs once its types are stripped, as Node 22 strips t
   const report = JSON.parse(cli(MARLOW, ["--channel", "telegram", "--chat-kind", "group", "--group-title", "Lab", "--owner", "u-1", "--format", "json"]).stdout);
   const [first, second] = out.stdout.trim().split("\n");
   assert.equal(first.split(" ")[0], report.stable_hash);
-  assert.match(second, /^422 budget token budget of 10 is too small/);
+  assert.match(second, /^422 budget a budget of 10 tokens is too small/);
 });
 
 const [major, minor] = process.versions.node.split(".").map(Number);
