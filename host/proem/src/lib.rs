@@ -28,7 +28,7 @@ pub use proem_core::mode::Mode;
 pub use proem_core::plugin::PluginSet;
 pub use proem_core::render::Format;
 pub use proem_core::report::{Built, Diagnostic, FileReport, Level, PluginReport, SectionReport, TokenReport};
-pub use proem_core::request::BuildRequest;
+pub use proem_core::request::{BodyError, BuildRequest};
 pub use proem_core::section::{Section, Slot, Zone};
 pub use proem_core::text::BOUNDARY_MARKER;
 pub use proem_core::turn::{ChatKind, Tool, Tools, Turn};
@@ -117,6 +117,37 @@ impl Assembler {
     #[doc(hidden)]
     pub fn core(&self) -> &proem_core::Assembler {
         &self.inner
+    }
+}
+
+/// What `proem build` prints for `request`'s format (and, with `strict`,
+/// its error when a plugin failed): the one renderer the CLI, the service
+/// and the language bindings share.
+pub fn render(built: &Built, request: &BuildRequest) -> Result<String, ProemError> {
+    proem_core::request::respond(built, request)
+}
+
+/// The kind of a build error, as a short stable code: the `type` slug the
+/// service's problem document gives for it (`bad-request`,
+/// `budget-too-small`, `plugin-failed`, `agent-unavailable`), which the
+/// language bindings put on their exceptions beside the CLI's message.
+pub fn error_code(error: &ProemError) -> &'static str {
+    match error {
+        ProemError::BudgetTooSmall { .. } => "budget-too-small",
+        ProemError::Input { .. } | ProemError::Tools { .. } => "bad-request",
+        ProemError::Plugin { .. } => "plugin-failed",
+        ProemError::Config { .. } | ProemError::AgentDir { .. } | ProemError::PluginCodeNeeded => "agent-unavailable",
+    }
+}
+
+/// The input an error is about, as a request field (`budget`, `tools`,
+/// `now`, `strict`), when it is about one.
+pub fn error_field(error: &ProemError) -> Option<String> {
+    match error {
+        ProemError::BudgetTooSmall { .. } => Some("budget".into()),
+        ProemError::Input { input, .. } => Some(input.trim_start_matches('-').replace('-', "_")),
+        ProemError::Tools { .. } => Some("tools".into()),
+        _ => None,
     }
 }
 
