@@ -64,9 +64,9 @@ step "tools (maturin $MATURIN, @napi-rs/cli $NAPI_CLI)" "$started"
 # ------------------------------------------------------------------ python
 py_status=0
 started=$(date +%s)
-rm -rf "$work/python"
+rm -rf "$work/python" "$work/litellm"
 mkdir -p "$work/python/tmp"
-"$tools/py/bin/maturin" build --release --locked --quiet -m "$root/host/bindings/python/Cargo.toml" \
+"$tools/py/bin/maturin" build --release --strip --locked --quiet -m "$root/host/bindings/python/Cargo.toml" \
     --target-dir "$root/target" --out "$work/python/dist" > "$work/python/build.log" 2>&1 \
     || { cat "$work/python/build.log"; fail "maturin could not build the wheel"; }
 step "python: wheel $(cd "$work/python/dist" && ls)" "$started"
@@ -93,6 +93,8 @@ NAPI_TYPE_DEF_TMP_FOLDER="$work/node/typedef" NAPI_FORCE_BUILD_PROEM_NODE="$(dat
     || fail "cargo could not build host/bindings/node"
 node "$root/host/bindings/node/scripts/package.mjs" "$tools/napi" "$work/node/typedef" \
     "$root/target/release/libproem_node.so" "$work/node/pkg" || fail "could not lay out the npm package"
+# The symbols are of no use to a user (maturin --strip does the same).
+strip --strip-unneeded "$work/node/pkg/proem.linux-x64-gnu.node" || fail "strip failed on the addon (binutils)"
 tarball="$(cd "$work/node" && npm pack --silent ./pkg)"
 step "node: addon and $tarball" "$started"
 started=$(date +%s)
@@ -102,11 +104,40 @@ cp "$root"/host/bindings/node/test/*.test.mjs "$work/node/app/test/"
 (cd "$work/node/app" && PROEM_TMP="$work/node/tmp" node --test test/) 2>&1 | tee "$work/node/log" || node_status=$?
 step "node: install and node --test" "$started"
 
+# ------------------------------------------------------------------ readme
+# The README's "Five ways in", each block run with what the steps above
+# installed (the Rust block is a doctest that cargo test runs).
+readme_status=0
+started=$(date +%s)
+python3 "$root/host/bindings/readme_test.py" "$root" "$work/python/venv/bin/python" "$work/node/app" 2>&1 \
+    | tee "$work/readme.log" || readme_status=$?
+step "readme: the ways in" "$started"
+
+# ----------------------------------------------------------------- litellm
+litellm_status=0
+started=$(date +%s)
+if [ ! -x "$tools/litellm/bin/python" ] || ! "$tools/litellm/bin/python" -m pip show litellm 2> /dev/null | grep -q "^Version: $LITELLM\$"; then
+    rm -rf "$tools/litellm"
+    python3 -m venv "$tools/litellm" || fail "python3 -m venv failed (Debian: apt-get install python3-venv)"
+    "$tools/litellm/bin/python" -m pip install --quiet --disable-pip-version-check "litellm==$LITELLM" pytest \
+        || fail "pip could not install litellm==$LITELLM and pytest from PyPI"
+fi
+step "litellm: litellm $LITELLM installed" "$started"
+started=$(date +%s)
+mkdir -p "$work/litellm/tmp"
+# LITELLM_LOCAL_MODEL_COST_MAP: litellm reads its bundled model prices
+# instead of fetching them from the internet at import.
+(cd "$work/litellm" && LITELLM_LOCAL_MODEL_COST_MAP=True PYTHONDONTWRITEBYTECODE=1 "$tools/litellm/bin/python" -m pytest -q -p no:cacheprovider \
+    --basetemp "$work/litellm/tmp" "$root/host/bindings/litellm") 2>&1 | tee "$work/litellm/log" || litellm_status=$?
+step "litellm: pytest against proem serve" "$started"
+
 # ----------------------------------------------------------------- summary
 count() { grep -Eo "$2" "$1" | tail -1 | grep -Eo '[0-9]+' || echo 0; }
-passed=$(($(count "$work/python/log" '[0-9]+ passed') + $(count "$work/node/log" '^(# |ℹ )pass [0-9]+')))
-failed=$(($(count "$work/python/log" '[0-9]+ (failed|error)') + $(count "$work/node/log" '^(# |ℹ )fail [0-9]+')))
-if [ "$py_status" -ne 0 ] || [ "$node_status" -ne 0 ]; then
+passed=$(($(count "$work/python/log" '[0-9]+ passed') + $(count "$work/node/log" '^(# |ℹ )pass [0-9]+') \
+    + $(count "$work/litellm/log" '[0-9]+ passed') + $(count "$work/readme.log" 'readme: [0-9]+ passed')))
+failed=$(($(count "$work/python/log" '[0-9]+ (failed|error)') + $(count "$work/node/log" '^(# |ℹ )fail [0-9]+') \
+    + $(count "$work/litellm/log" '[0-9]+ (failed|error)') + $(count "$work/readme.log" '[0-9]+ failed')))
+if [ "$py_status" -ne 0 ] || [ "$node_status" -ne 0 ] || [ "$litellm_status" -ne 0 ] || [ "$readme_status" -ne 0 ]; then
     [ "$failed" -gt 0 ] || failed=1
 fi
 echo "bindings: $passed passed, $failed failed"

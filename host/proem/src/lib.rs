@@ -12,6 +12,17 @@
 //! # Ok::<(), proem::ProemError>(())
 //! ```
 //!
+//! The README's "Five ways in" block, run (from the repository's root):
+//!
+//! ```
+//! # std::env::set_current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).unwrap();
+//! let assembler = proem::Assembler::open("examples/marlow".as_ref(), None)?;
+//! let built = assembler.build(&proem::Turn { channel: Some("telegram".into()), ..Default::default() })?;
+//! println!("{} {}", built.stable_hash, built.tokens.total);
+//! # assert_eq!(built.stable_hash.len(), 64);
+//! # Ok::<(), proem::ProemError>(())
+//! ```
+//!
 //! This crate is the library's surface: [`Assembler`] runs the pipeline of
 //! `proem-core` with plugins run in wasmtime (`proem-wasm`). See
 //! `docs/ARCHITECTURE.md` for the path a build takes through the crates.

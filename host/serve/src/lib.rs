@@ -23,6 +23,7 @@ pub mod agents;
 pub mod api;
 pub mod conn;
 pub mod guard;
+pub mod litellm;
 pub mod metrics;
 pub mod page;
 

@@ -189,7 +189,8 @@ fn parse_turn(body: Option<serde_json::Value>) -> std::result::Result<BuildReque
     if request.format.is_some() {
         return Err(Failure::bad_field(
             Some("format".into()),
-            "field `format`: not a turn field: a Built renders every format (render(), toAnthropic(), toOpenai())".into(),
+            "field `format`: not a turn field: a Built renders every format (render(), toAnthropic(), toOpenai())"
+                .into(),
         ));
     }
     Ok(request)
@@ -228,8 +229,8 @@ impl Agent {
             None => (None, Caching::default()),
         };
         let config = config.map(std::path::PathBuf::from);
-        let mut assembler = Assembler::open(path.as_ref(), config.as_deref())
-            .map_err(|e| Failure::of(&e).into_error(&env))?;
+        let mut assembler =
+            Assembler::open(path.as_ref(), config.as_deref()).map_err(|e| Failure::of(&e).into_error(&env))?;
         assembler.set_caching(caching);
         Ok(Agent { assembler: Arc::new(assembler), path })
     }
@@ -252,6 +253,15 @@ impl Agent {
         AsyncTask::new(BuildTask { assembler: self.assembler.clone(), request: Some(parse_turn(turn)) })
     }
 
+    /// docs/PERFORMANCE.md's baseline: `n` builds of the turn timed in
+    /// Rust, nanoseconds each.
+    #[napi(js_name = "_timeInRust", ts_args_type = "turn: Turn, n: number, newClock: boolean")]
+    pub fn time_in_rust(&self, env: Env, turn: Option<serde_json::Value>, n: u32, new_clock: bool) -> Result<Vec<f64>> {
+        parse_turn(turn)
+            .and_then(|request| time_in_rust(&self.assembler, &request, n, new_clock))
+            .map_err(|f| f.into_error(&env))
+    }
+
     /// Builds the prompt for one turn on this thread.
     #[napi(ts_args_type = "turn?: Turn")]
     pub fn build_sync(&self, env: Env, turn: Option<serde_json::Value>) -> Result<Built> {
@@ -260,6 +270,35 @@ impl Agent {
             .map(|built| Built { inner: Arc::new(built) })
             .map_err(|f| f.into_error(&env))
     }
+}
+
+/// Times `n` builds of one turn in Rust alone, on this assembler
+/// (nanoseconds each): the baseline docs/PERFORMANCE.md sets the addon's
+/// own figures against, measured in the same process the same minute.
+/// With `new_clock`, build `i` is at the turn's `now` plus `i` seconds.
+fn time_in_rust(
+    assembler: &Assembler,
+    request: &BuildRequest,
+    n: u32,
+    new_clock: bool,
+) -> std::result::Result<Vec<f64>, Failure> {
+    let mut turn = request.turn.clone();
+    let base = turn.now;
+    let mut times = Vec::with_capacity(n.min(1 << 20) as usize);
+    for i in 0..n {
+        if new_clock {
+            let step = chrono::TimeDelta::try_seconds(i64::from(i)).unwrap_or_default();
+            turn.now = base.and_then(|t| t.checked_add_signed(step));
+        }
+        let started = std::time::Instant::now();
+        let built = match assembler.memoised(&turn) {
+            Some(built) => built,
+            None => assembler.build(&turn).map_err(|e| Failure::of(&e))?,
+        };
+        times.push(started.elapsed().as_nanos() as f64);
+        drop(built);
+    }
+    Ok(times)
 }
 
 /// A build on libuv's thread pool.
@@ -366,9 +405,10 @@ fn format_of(name: &str) -> Result<Format> {
         "json" => Ok(Format::Json),
         "anthropic" => Ok(Format::Anthropic),
         "openai" => Ok(Format::Openai),
-        other => {
-            Err(Error::new(Status::InvalidArg, format!("format: unknown format {other:?} (text, json, anthropic, openai)")))
-        }
+        other => Err(Error::new(
+            Status::InvalidArg,
+            format!("format: unknown format {other:?} (text, json, anthropic, openai)"),
+        )),
     }
 }
 
@@ -495,9 +535,7 @@ impl Built {
     }
     /// `{system: [...]}`: the stable block with `cache_control` and the
     /// dynamic block, as `proem build --format anthropic` prints it.
-    #[napi(
-        ts_return_type = "{ system: Array<{ type: 'text'; text: string; cache_control?: { type: 'ephemeral' } }> }"
-    )]
+    #[napi(ts_return_type = "{ system: Array<{ type: 'text'; text: string; cache_control?: { type: 'ephemeral' } }> }")]
     pub fn to_anthropic(&self) -> Result<serde_json::Value> {
         self.json("anthropic")
     }

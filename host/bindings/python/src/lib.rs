@@ -30,7 +30,9 @@ fn raise(py: Python<'_>, message: String, code: &str, field: Option<String>) -> 
     let done = set("message", message.into_pyobject(py).map(|v| v.into_any().unbind()).unwrap_or_else(|_| py.None()))
         .and_then(|()| set("code", code.into_pyobject(py).map(|v| v.into_any().unbind()).unwrap_or_else(|_| py.None())))
         .and_then(|()| set("field", field.into_pyobject(py).map(|v| v.unbind()).unwrap_or_else(|_| py.None())))
-        .and_then(|()| set("exit_code", 1u8.into_pyobject(py).map(|v| v.into_any().unbind()).unwrap_or_else(|_| py.None())));
+        .and_then(|()| {
+            set("exit_code", 1u8.into_pyobject(py).map(|v| v.into_any().unbind()).unwrap_or_else(|_| py.None()))
+        });
     match done {
         Ok(()) => err,
         Err(e) => e,
@@ -54,7 +56,8 @@ fn parse_turn(py: Python<'_>, body: &[u8]) -> PyResult<BuildRequest> {
     if request.format.is_some() {
         return Err(raise(
             py,
-            "field `format`: not a turn field: a Built renders every format (render(), to_anthropic(), to_openai())".into(),
+            "field `format`: not a turn field: a Built renders every format (render(), to_anthropic(), to_openai())"
+                .into(),
             "bad-request",
             Some("format".into()),
         ));
@@ -75,7 +78,8 @@ fn caching_of(value: Option<&Bound<'_, PyAny>>) -> PyResult<Caching> {
     let mut caching = Caching::default();
     for (key, on) in dict.iter() {
         let key: String = key.extract()?;
-        let on: bool = on.extract().map_err(|_| PyValueError::new_err(format!("caching[{key:?}]: expected True or False")))?;
+        let on: bool =
+            on.extract().map_err(|_| PyValueError::new_err(format!("caching[{key:?}]: expected True or False")))?;
         let flag = match key.as_str() {
             "builds" => &mut caching.builds,
             "plugin_outputs" => &mut caching.plugin_outputs,
@@ -105,7 +109,12 @@ struct NativeAgent {
 impl NativeAgent {
     #[new]
     #[pyo3(signature = (path, config=None, caching=None))]
-    fn new(py: Python<'_>, path: PathBuf, config: Option<PathBuf>, caching: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+    fn new(
+        py: Python<'_>,
+        path: PathBuf,
+        config: Option<PathBuf>,
+        caching: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
         let caching = caching_of(caching)?;
         let opened = {
             let (path, config) = (path.clone(), config.clone());
@@ -128,6 +137,14 @@ impl NativeAgent {
         self.assembler.memo_hits()
     }
 
+    /// docs/PERFORMANCE.md's baseline: `n` builds of the turn (a JSON body)
+    /// timed in Rust, nanoseconds each (see `time_in_rust`).
+    fn _time_in_rust(&self, py: Python<'_>, body: &[u8], n: usize, new_clock: bool) -> PyResult<Vec<u64>> {
+        let request = parse_turn(py, body)?;
+        let assembler = self.assembler.clone();
+        py.detach(move || time_in_rust(&assembler, &request.turn, n, new_clock)).map_err(|e| build_error(py, &e))
+    }
+
     /// Builds the turn given as `proem serve`'s JSON body (bytes), the GIL
     /// released for the build.
     fn _build_json(&self, py: Python<'_>, body: &[u8]) -> PyResult<Built> {
@@ -140,6 +157,36 @@ impl NativeAgent {
         let built = py.detach(move || assembler.build(&turn)).map_err(|e| build_error(py, &e))?;
         finish(py, built, request.strict)
     }
+}
+
+/// Times `n` builds of one turn in Rust alone, on this assembler
+/// (nanoseconds each): the baseline docs/PERFORMANCE.md sets the binding's
+/// own figures against, measured in the same process the same minute.
+/// With `new_clock`, build `i` is at the turn's `now` plus `i` seconds (a
+/// build memo miss every time, as a new turn's clock is).
+fn time_in_rust(assembler: &Assembler, turn: &Turn, n: usize, new_clock: bool) -> Result<Vec<u64>, ProemError> {
+    let mut turn = turn.clone();
+    let base = turn.now;
+    let mut times = Vec::with_capacity(n.min(1 << 20));
+    for i in 0..n {
+        if new_clock {
+            let seconds = i64::try_from(i).unwrap_or(i64::MAX);
+            turn.now = base.and_then(|t| t.checked_add_signed(proem_time_delta(seconds)));
+        }
+        let started = std::time::Instant::now();
+        let built = match assembler.memoised(&turn) {
+            Some(built) => built,
+            None => assembler.build(&turn)?,
+        };
+        times.push(u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX));
+        drop(built);
+    }
+    Ok(times)
+}
+
+/// A duration of whole seconds, for [`time_in_rust`].
+fn proem_time_delta(seconds: i64) -> chrono::TimeDelta {
+    chrono::TimeDelta::try_seconds(seconds).unwrap_or_default()
 }
 
 /// The build, or with `strict`, the CLI's error when a plugin failed.
@@ -163,7 +210,9 @@ fn format_of(name: &str) -> PyResult<Format> {
         "json" => Ok(Format::Json),
         "anthropic" => Ok(Format::Anthropic),
         "openai" => Ok(Format::Openai),
-        other => Err(PyValueError::new_err(format!("format: unknown format {other:?} (text, json, anthropic, openai)"))),
+        other => {
+            Err(PyValueError::new_err(format!("format: unknown format {other:?} (text, json, anthropic, openai)")))
+        }
     }
 }
 
@@ -203,7 +252,13 @@ impl Built {
     #[getter]
     fn tokens(&self) -> TokenReport {
         let t = self.inner.tokens;
-        TokenReport { total: t.total, stable: t.stable, dynamic: t.dynamic, budget: t.budget, tool_schemas: t.tool_schemas }
+        TokenReport {
+            total: t.total,
+            stable: t.stable,
+            dynamic: t.dynamic,
+            budget: t.budget,
+            tool_schemas: t.tool_schemas,
+        }
     }
     /// Sections in prompt order.
     #[getter]
