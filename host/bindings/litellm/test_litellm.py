@@ -65,7 +65,7 @@ def model():
 def proem(tmp_path_factory):
     repo = env("PROEM_REPO")
     token_file = tmp_path_factory.mktemp("token") / "token"
-    token_file.write_text("s3cret-token\n")
+    token_file.write_text("s3cret-token-of-some-length\n")
     os.chmod(token_file, 0o600)
     server = subprocess.Popen(
         [env("PROEM_BIN"), "serve", f"{repo}/examples/marlow", f"{repo}/examples/atlas",
@@ -76,7 +76,7 @@ def proem(tmp_path_factory):
     try:
         line = server.stdout.readline()
         assert line.startswith("listening on "), line
-        yield line.removeprefix("listening on ").strip(), "s3cret-token"
+        yield line.removeprefix("listening on ").strip(), "s3cret-token-of-some-length"
     finally:
         server.terminate()
         server.wait(timeout=20)
