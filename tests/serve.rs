@@ -973,3 +973,64 @@ fn the_inspector_page_signs_in_is_told_of_changes_diffs_and_greys_a_failed_build
         browser.call("DELETE", "", Value::Null).await;
     });
 }
+
+/// LiteLLM's Generic Prompt Management API: the query is a build body, the
+/// template's one message is `proem build --format openai`'s system
+/// message, the token guards it, and a hostile query is a 4xx naming what
+/// is wrong, never a 500.
+#[test]
+fn the_litellm_prompt_api_is_proem_builds_system_message() {
+    plugin_env();
+    let dir = tempfile::tempdir().unwrap();
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, "s3cret-token-of-some-length\n").unwrap();
+    let server = Server::start(&[&atlas(), "--token-file", token_file.to_str().unwrap()]);
+    let url = |query: &str| format!("{}/beta/litellm_prompt_management?{query}", server.url);
+    let rt = runtime();
+    rt.block_on(async {
+        let c = client();
+        let get = |query: String| {
+            let request = c.get(url(&query)).bearer_auth("s3cret-token-of-some-length");
+            async move {
+                let r = request.send().await.unwrap();
+                (r.status().as_u16(), r.json::<Value>().await.unwrap())
+            }
+        };
+        let cases: Vec<(&str, Vec<&str>)> = vec![
+            ("now=2026-11-21T09%3A30%3A00Z", vec!["--now", "2026-11-21T09:30:00Z"]),
+            (
+                "now=2026-11-21T09:30:00Z&channel=telegram&chat_kind=group&group_title=Lab+%26+co&owners=a&owner=b&heartbeat=true&budget=9000",
+                vec!["--now", "2026-11-21T09:30:00Z", "--channel", "telegram", "--chat-kind", "group", "--group-title", "Lab & co", "--owner", "a", "--owner", "b", "--heartbeat", "--budget", "9000"],
+            ),
+        ];
+        for (query, flags) in cases {
+            let (status, answer) = get(format!("prompt_id=atlas&{query}")).await;
+            assert_eq!(status, 200, "{answer}");
+            let mut args = vec!["--format", "openai"];
+            args.extend(flags);
+            let expected: Value = serde_json::from_str(&cli(&atlas(), &args)).unwrap();
+            assert_eq!(answer["prompt_id"], "atlas");
+            assert_eq!(answer["prompt_template"], expected["messages"], "{query}");
+            assert_eq!(answer["proem_stable_hash"].as_str().map(str::len), Some(64));
+        }
+        let no_token = c.get(url("prompt_id=atlas")).send().await.unwrap();
+        assert_eq!(no_token.status(), 401);
+        for (query, status, field) in [
+            ("channel=x", 400, "prompt_id"),
+            ("prompt_id=atlas&chanel=x", 400, "chanel"),
+            ("prompt_id=atlas&budget=-5", 400, "budget"),
+            ("prompt_id=atlas&budget=5", 422, "budget"),
+            ("prompt_id=atlas&chat_kind=crowd", 400, "chat_kind"),
+            ("prompt_id=atlas&tools=..%2F..%2Fetc%2Fpasswd", 400, "tools"),
+            ("prompt_id=atlas&now=%ff", 400, "now"),
+            ("prompt_id=atlas&format=json", 400, "format"),
+            ("prompt_id=atlas&channel=a&channel=b", 400, "channel"),
+        ] {
+            let (got, problem) = get(query.to_string()).await;
+            assert_eq!(got, status, "{query}: {problem}");
+            assert_eq!(problem["field"], field, "{query}: {problem}");
+        }
+        let (got, problem) = get("prompt_id=..%2F..%2Fetc".to_string()).await;
+        assert_eq!(got, 404, "{problem}");
+    });
+}

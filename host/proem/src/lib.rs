@@ -12,6 +12,17 @@
 //! # Ok::<(), proem::ProemError>(())
 //! ```
 //!
+//! The README's "Five ways in" block, run (from the repository's root):
+//!
+//! ```
+//! # std::env::set_current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).unwrap();
+//! let assembler = proem::Assembler::open("examples/marlow".as_ref(), None)?;
+//! let built = assembler.build(&proem::Turn { channel: Some("telegram".into()), ..Default::default() })?;
+//! println!("{} {}", built.stable_hash, built.tokens.total);
+//! # assert_eq!(built.stable_hash.len(), 64);
+//! # Ok::<(), proem::ProemError>(())
+//! ```
+//!
 //! This crate is the library's surface: [`Assembler`] runs the pipeline of
 //! `proem-core` with plugins run in wasmtime (`proem-wasm`). See
 //! `docs/ARCHITECTURE.md` for the path a build takes through the crates.
@@ -28,7 +39,7 @@ pub use proem_core::mode::Mode;
 pub use proem_core::plugin::PluginSet;
 pub use proem_core::render::Format;
 pub use proem_core::report::{Built, Diagnostic, FileReport, Level, PluginReport, SectionReport, TokenReport};
-pub use proem_core::request::BuildRequest;
+pub use proem_core::request::{BodyError, BuildRequest};
 pub use proem_core::section::{Section, Slot, Zone};
 pub use proem_core::text::BOUNDARY_MARKER;
 pub use proem_core::turn::{ChatKind, Tool, Tools, Turn};
@@ -128,6 +139,40 @@ impl Assembler {
     #[doc(hidden)]
     pub fn core(&self) -> &proem_core::Assembler {
         &self.inner
+    }
+}
+
+/// What `proem build` prints for `request`'s format (and, with `strict`,
+/// its error when a plugin failed): the one renderer the CLI, the service
+/// and the language bindings share.
+pub fn render(built: &Built, request: &BuildRequest) -> Result<String, ProemError> {
+    proem_core::request::respond(built, request)
+}
+
+/// The kind of a build error, as a short stable code: the `type` slug the
+/// service's problem document gives for it (`bad-request`,
+/// `budget-too-small`, `plugin-failed`, `agent-unavailable`), which the
+/// language bindings put on their exceptions beside the CLI's message.
+pub fn error_code(error: &ProemError) -> &'static str {
+    match error {
+        ProemError::BudgetTooSmall { .. } => "budget-too-small",
+        ProemError::Input { .. } | ProemError::Tools { .. } => "bad-request",
+        ProemError::Plugin { .. } => "plugin-failed",
+        ProemError::Config { .. }
+        | ProemError::AgentDir { .. }
+        | ProemError::PluginCodeNeeded
+        | ProemError::TokenizerCodeNeeded => "agent-unavailable",
+    }
+}
+
+/// The input an error is about, as a request field (`budget`, `tools`,
+/// `now`, `strict`), when it is about one.
+pub fn error_field(error: &ProemError) -> Option<String> {
+    match error {
+        ProemError::BudgetTooSmall { .. } => Some("budget".into()),
+        ProemError::Input { input, .. } => Some(input.trim_start_matches('-').replace('-', "_")),
+        ProemError::Tools { .. } => Some("tools".into()),
+        _ => None,
     }
 }
 

@@ -17,7 +17,7 @@ use crate::guard::Guard;
 use crate::metrics::Metrics;
 use crate::{page, request_id, wording, Limits};
 use axum::body::{Body, Bytes};
-use axum::extract::{Path, Request, State};
+use axum::extract::{Path, RawQuery, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -71,6 +71,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/v1/agents/{id}/inspect", post(inspect))
         .route("/v1/agents/{id}/events", get(events))
         .route("/v1/openapi.json", get(openapi))
+        .route(crate::litellm::PATH, get(litellm_prompt))
         .route("/metrics", get(metrics))
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), require_token));
     let routes = Router::new()
@@ -216,6 +217,11 @@ impl Problem {
     /// The status code.
     pub fn status(&self) -> StatusCode {
         self.status
+    }
+
+    /// What happened.
+    pub fn detail(&self) -> &str {
+        &self.detail
     }
 }
 
@@ -424,6 +430,25 @@ async fn build(
             let (body, content_type) = answer::build_body(&served, extras);
             answer::respond(&served, body, content_type, &headers)
         }
+        Err(problem) => problem_response(&state, problem),
+    }
+}
+
+/// LiteLLM's Generic Prompt Management API (see [`crate::litellm`]): the
+/// query is a build body, built on the build's one path.
+async fn litellm_prompt(State(state): State<Arc<AppState>>, RawQuery(query): RawQuery) -> Response {
+    let (agent, body) = match crate::litellm::parse_query(query.as_deref().unwrap_or("")) {
+        Ok(parsed) => parsed,
+        Err(bad) => {
+            let problem = Problem::new(StatusCode::BAD_REQUEST, "bad-request", bad.detail).with("field", bad.field);
+            return problem_response(&state, problem);
+        }
+    };
+    match run_build(&state, &agent, &HeaderMap::new(), Body::from(body)).await {
+        Ok(served) => match crate::litellm::answer(&agent, &served.text, &served.built.stable_hash) {
+            Some(answer) => axum::Json(answer).into_response(),
+            None => problem_response(&state, internal_error("the openai rendering had no system message")),
+        },
         Err(problem) => problem_response(&state, problem),
     }
 }

@@ -25,6 +25,7 @@ pub mod api;
 pub mod conn;
 pub mod events;
 pub mod guard;
+pub mod litellm;
 pub mod log;
 pub mod metrics;
 pub mod page;

@@ -1,0 +1,471 @@
+//! `proem._proem`: the native half of the `proem` Python package (the
+//! Python half, `python/proem/__init__.py`, takes a turn as keywords or a
+//! dict and hands it here as the JSON body `proem serve` takes).
+//!
+//! One [`Agent`] per agent folder, kept for the process: its assembler keeps
+//! its memos between builds exactly as in Rust. A build runs with the GIL
+//! released. The results are the Rust values wrapped, converted to Python
+//! objects only when a field is read.
+
+use proem::{Assembler, BuildRequest, Caching, Format, ProemError, Turn};
+use pyo3::exceptions::{PyException, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+pyo3::create_exception!(
+    _proem,
+    ProemError_,
+    PyException,
+    "A build that could not produce a prompt. `message` is what `proem build` prints after `proem: error: `, `code` the kind (`bad-request`, `budget-too-small`, `plugin-failed`, `agent-unavailable`), `field` the turn field at fault (or None), `exit_code` the CLI's exit status (1)."
+);
+
+/// The exception for `error`, carrying the CLI's message, the kind's code,
+/// the field and the CLI's exit status.
+fn raise(py: Python<'_>, message: String, code: &str, field: Option<String>) -> PyErr {
+    let err = ProemError_::new_err(message.clone());
+    let value = err.value(py);
+    let set = |name: &str, v: Py<PyAny>| value.setattr(name, v);
+    let done = set("message", message.into_pyobject(py).map(|v| v.into_any().unbind()).unwrap_or_else(|_| py.None()))
+        .and_then(|()| set("code", code.into_pyobject(py).map(|v| v.into_any().unbind()).unwrap_or_else(|_| py.None())))
+        .and_then(|()| set("field", field.into_pyobject(py).map(|v| v.unbind()).unwrap_or_else(|_| py.None())))
+        .and_then(|()| {
+            set("exit_code", 1u8.into_pyobject(py).map(|v| v.into_any().unbind()).unwrap_or_else(|_| py.None()))
+        });
+    match done {
+        Ok(()) => err,
+        Err(e) => e,
+    }
+}
+
+fn build_error(py: Python<'_>, error: &ProemError) -> PyErr {
+    raise(py, error.to_string(), proem::error_code(error), proem::error_field(error))
+}
+
+/// A turn's JSON body (`proem serve`'s), parsed as the service parses it:
+/// an unknown or bad field is a `bad-request` naming it.
+fn parse_turn(py: Python<'_>, body: &[u8]) -> PyResult<BuildRequest> {
+    let request = BuildRequest::from_json(body).map_err(|e| {
+        let message = match &e.field {
+            Some(field) => format!("field `{field}`: {}", e.message),
+            None => format!("the turn is not a build request: {}", e.message),
+        };
+        raise(py, message, "bad-request", e.field.clone())
+    })?;
+    if request.format.is_some() {
+        return Err(raise(
+            py,
+            "field `format`: not a turn field: a Built renders every format (render(), to_anthropic(), to_openai())"
+                .into(),
+            "bad-request",
+            Some("format".into()),
+        ));
+    }
+    Ok(request)
+}
+
+/// What is kept between builds: `True` (everything, the default), `False`
+/// (nothing), or a dict of `Caching`'s fields (unnamed ones stay on).
+fn caching_of(value: Option<&Bound<'_, PyAny>>) -> PyResult<Caching> {
+    let Some(value) = value else { return Ok(Caching::default()) };
+    if let Ok(on) = value.extract::<bool>() {
+        return Ok(if on { Caching::default() } else { Caching::NONE });
+    }
+    let dict = value.cast::<PyDict>().map_err(|_| {
+        PyValueError::new_err("caching: expected True, False or a dict of flags (builds, plugin_outputs, token_counts, file_events, prepared_tools, workspace_reads)")
+    })?;
+    let mut caching = Caching::default();
+    for (key, on) in dict.iter() {
+        let key: String = key.extract()?;
+        let on: bool =
+            on.extract().map_err(|_| PyValueError::new_err(format!("caching[{key:?}]: expected True or False")))?;
+        let flag = match key.as_str() {
+            "builds" => &mut caching.builds,
+            "plugin_outputs" => &mut caching.plugin_outputs,
+            "token_counts" => &mut caching.token_counts,
+            "file_events" => &mut caching.file_events,
+            "prepared_tools" => &mut caching.prepared_tools,
+            "workspace_reads" => &mut caching.workspace_reads,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "caching: unknown flag {other:?} (builds, plugin_outputs, token_counts, file_events, prepared_tools, workspace_reads)"
+                )))
+            }
+        };
+        *flag = on;
+    }
+    Ok(caching)
+}
+
+/// One agent folder, opened once: build it once per turn.
+#[pyclass(subclass, frozen, module = "proem._proem")]
+struct NativeAgent {
+    assembler: Arc<Assembler>,
+    path: PathBuf,
+}
+
+#[pymethods]
+impl NativeAgent {
+    #[new]
+    #[pyo3(signature = (path, config=None, caching=None))]
+    fn new(
+        py: Python<'_>,
+        path: PathBuf,
+        config: Option<PathBuf>,
+        caching: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let caching = caching_of(caching)?;
+        let opened = {
+            let (path, config) = (path.clone(), config.clone());
+            py.detach(move || Assembler::open(&path, config.as_deref()))
+        };
+        let mut assembler = opened.map_err(|e| build_error(py, &e))?;
+        assembler.set_caching(caching);
+        Ok(NativeAgent { assembler: Arc::new(assembler), path })
+    }
+
+    /// The agent folder, as given.
+    #[getter]
+    fn path(&self) -> PathBuf {
+        self.path.clone()
+    }
+
+    /// How many builds were answered from the build memo.
+    #[getter]
+    fn memo_hits(&self) -> u64 {
+        self.assembler.memo_hits()
+    }
+
+    /// docs/PERFORMANCE.md's baseline: `n` builds of the turn (a JSON body)
+    /// timed in Rust, nanoseconds each (see `time_in_rust`).
+    fn _time_in_rust(&self, py: Python<'_>, body: &[u8], n: usize, new_clock: bool) -> PyResult<Vec<u64>> {
+        let request = parse_turn(py, body)?;
+        let assembler = self.assembler.clone();
+        py.detach(move || time_in_rust(&assembler, &request.turn, n, new_clock)).map_err(|e| build_error(py, &e))
+    }
+
+    /// Builds the turn given as `proem serve`'s JSON body (bytes), the GIL
+    /// released for the build.
+    fn _build_json(&self, py: Python<'_>, body: &[u8]) -> PyResult<Built> {
+        let request = parse_turn(py, body)?;
+        if let Some(built) = self.assembler.memoised(&request.turn) {
+            return finish(py, built, request.strict);
+        }
+        let assembler = self.assembler.clone();
+        let turn: Turn = request.turn;
+        let built = py.detach(move || assembler.build(&turn)).map_err(|e| build_error(py, &e))?;
+        finish(py, built, request.strict)
+    }
+}
+
+/// Times `n` builds of one turn in Rust alone, on this assembler
+/// (nanoseconds each): the baseline docs/PERFORMANCE.md sets the binding's
+/// own figures against, measured in the same process the same minute.
+/// With `new_clock`, build `i` is at the turn's `now` plus `i` seconds (a
+/// build memo miss every time, as a new turn's clock is).
+fn time_in_rust(assembler: &Assembler, turn: &Turn, n: usize, new_clock: bool) -> Result<Vec<u64>, ProemError> {
+    let mut turn = turn.clone();
+    let base = turn.now;
+    let mut times = Vec::with_capacity(n.min(1 << 20));
+    for i in 0..n {
+        if new_clock {
+            let seconds = i64::try_from(i).unwrap_or(i64::MAX);
+            turn.now = base.and_then(|t| t.checked_add_signed(proem_time_delta(seconds)));
+        }
+        let started = std::time::Instant::now();
+        let built = match assembler.memoised(&turn) {
+            Some(built) => built,
+            None => assembler.build(&turn)?,
+        };
+        times.push(u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX));
+        drop(built);
+    }
+    Ok(times)
+}
+
+/// A duration of whole seconds, for [`time_in_rust`].
+fn proem_time_delta(seconds: i64) -> chrono::TimeDelta {
+    chrono::TimeDelta::try_seconds(seconds).unwrap_or_default()
+}
+
+/// The build, or with `strict`, the CLI's error when a plugin failed.
+fn finish(py: Python<'_>, built: proem::Built, strict: bool) -> PyResult<Built> {
+    if strict {
+        let request = BuildRequest { strict: true, ..BuildRequest::default() };
+        proem::render(&built, &request).map_err(|e| build_error(py, &e))?;
+    }
+    Ok(Built { inner: Arc::new(built) })
+}
+
+/// A built prompt and its report.
+#[pyclass(frozen, module = "proem._proem")]
+struct Built {
+    inner: Arc<proem::Built>,
+}
+
+fn format_of(name: &str) -> PyResult<Format> {
+    match name {
+        "text" => Ok(Format::Text),
+        "json" => Ok(Format::Json),
+        "anthropic" => Ok(Format::Anthropic),
+        "openai" => Ok(Format::Openai),
+        other => {
+            Err(PyValueError::new_err(format!("format: unknown format {other:?} (text, json, anthropic, openai)")))
+        }
+    }
+}
+
+#[pymethods]
+impl Built {
+    /// stable + "\n" + the boundary marker + "\n" + dynamic.
+    #[getter]
+    fn prompt(&self) -> &str {
+        &self.inner.prompt
+    }
+    /// The part above the cache boundary: cache it.
+    #[getter]
+    fn stable(&self) -> &str {
+        &self.inner.stable
+    }
+    /// This turn's part, below the boundary.
+    #[getter]
+    fn dynamic(&self) -> &str {
+        &self.inner.dynamic
+    }
+    /// SHA-256 (hex) of `stable`.
+    #[getter]
+    fn stable_hash(&self) -> &str {
+        &self.inner.stable_hash
+    }
+    /// The resolved mode (`full`, `task`, `minimal`, `none`).
+    #[getter]
+    fn mode(&self) -> String {
+        self.inner.mode.as_str().into()
+    }
+    /// `o200k_base` or `cl100k_base`.
+    #[getter]
+    fn tokenizer(&self) -> &str {
+        &self.inner.tokenizer
+    }
+    /// Token counts.
+    #[getter]
+    fn tokens(&self) -> TokenReport {
+        let t = self.inner.tokens;
+        TokenReport {
+            total: t.total,
+            stable: t.stable,
+            dynamic: t.dynamic,
+            budget: t.budget,
+            tool_schemas: t.tool_schemas,
+        }
+    }
+    /// Sections in prompt order.
+    #[getter]
+    fn sections(&self) -> Vec<SectionReport> {
+        self.inner
+            .sections
+            .iter()
+            .map(|s| SectionReport {
+                id: s.id.clone(),
+                source: s.source.clone(),
+                zone: s.zone.as_str().into(),
+                chars: s.chars,
+                tokens: s.tokens,
+                truncated: s.truncated,
+            })
+            .collect()
+    }
+    /// Bootstrap files in load order.
+    #[getter]
+    fn files(&self) -> Vec<FileReport> {
+        self.inner
+            .files
+            .iter()
+            .map(|f| FileReport {
+                name: f.name.clone(),
+                raw_chars: f.raw_chars,
+                injected_chars: f.injected_chars,
+                truncated: f.truncated,
+                missing: f.missing,
+                source: f.source.clone(),
+            })
+            .collect()
+    }
+    /// Plugins in id order.
+    #[getter]
+    fn plugins(&self) -> Vec<PluginReport> {
+        self.inner
+            .plugins
+            .iter()
+            .map(|p| PluginReport { id: p.id.clone(), status: p.status.to_string(), elapsed_us: p.elapsed_us })
+            .collect()
+    }
+    /// Everything worth knowing, in the order it happened.
+    #[getter]
+    fn diagnostics(&self) -> Vec<Diagnostic> {
+        self.inner
+            .diagnostics
+            .iter()
+            .map(|d| Diagnostic { level: level_name(d.level).into(), code: d.code.clone(), message: d.message.clone() })
+            .collect()
+    }
+    /// Exactly what `proem build --format FORMAT` prints for this turn
+    /// (`text`, `json`, `anthropic`, `openai`).
+    #[pyo3(signature = (format="text"))]
+    fn render(&self, format: &str) -> PyResult<String> {
+        let request = BuildRequest { format: Some(format_of(format)?), ..BuildRequest::default() };
+        // Not strict: rendering cannot fail.
+        Ok(proem::render(&self.inner, &request).unwrap_or_default())
+    }
+    /// `{"system": [...]}`: the stable block with `cache_control` and the
+    /// dynamic block, as `proem build --format anthropic` prints it.
+    fn to_anthropic<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        json_loads(py, self.render("anthropic")?)
+    }
+    /// `{"messages": [{"role": "system", "content": ...}]}`, as
+    /// `proem build --format openai` prints it.
+    fn to_openai<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        json_loads(py, self.render("openai")?)
+    }
+    /// The JSON report (`proem build --format json`) as a dict.
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        json_loads(py, self.render("json")?)
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "Built(tokens={}, stable_hash={:?}, sections={}, diagnostics={})",
+            self.inner.tokens.total,
+            self.inner.stable_hash,
+            self.inner.sections.len(),
+            self.inner.diagnostics.len()
+        )
+    }
+    fn __str__(&self) -> &str {
+        &self.inner.prompt
+    }
+}
+
+/// One of the Rust renderer's JSON documents as Python objects.
+fn json_loads(py: Python<'_>, text: String) -> PyResult<Bound<'_, PyAny>> {
+    py.import("json")?.call_method1("loads", (text,))
+}
+
+fn level_name(level: proem::Level) -> &'static str {
+    match level {
+        proem::Level::Info => "info",
+        proem::Level::Warn => "warn",
+        proem::Level::Error => "error",
+    }
+}
+
+/// Token counts of the rendered prompt.
+#[pyclass(frozen, get_all, module = "proem._proem")]
+struct TokenReport {
+    total: usize,
+    stable: usize,
+    dynamic: usize,
+    budget: usize,
+    tool_schemas: usize,
+}
+
+/// One section of the final prompt.
+#[pyclass(frozen, get_all, module = "proem._proem")]
+struct SectionReport {
+    id: String,
+    source: String,
+    zone: String,
+    chars: usize,
+    tokens: usize,
+    truncated: bool,
+}
+
+/// One bootstrap file.
+#[pyclass(frozen, get_all, module = "proem._proem")]
+struct FileReport {
+    name: String,
+    raw_chars: usize,
+    injected_chars: usize,
+    truncated: bool,
+    missing: bool,
+    source: String,
+}
+
+/// One plugin's outcome.
+#[pyclass(frozen, get_all, module = "proem._proem")]
+struct PluginReport {
+    id: String,
+    status: String,
+    elapsed_us: u64,
+}
+
+/// One thing the build wants its caller to know.
+#[pyclass(frozen, get_all, module = "proem._proem")]
+struct Diagnostic {
+    level: String,
+    code: String,
+    message: String,
+}
+
+/// A field as Python's `repr` writes it.
+trait PyRepr {
+    fn repr(&self) -> String;
+}
+
+impl PyRepr for String {
+    fn repr(&self) -> String {
+        format!("{self:?}")
+    }
+}
+
+impl PyRepr for bool {
+    fn repr(&self) -> String {
+        if *self { "True" } else { "False" }.into()
+    }
+}
+
+impl PyRepr for usize {
+    fn repr(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl PyRepr for u64 {
+    fn repr(&self) -> String {
+        self.to_string()
+    }
+}
+
+macro_rules! reprs {
+    ($($ty:ident { $($field:ident),* }),* $(,)?) => {$(
+        #[pymethods]
+        impl $ty {
+            fn __repr__(&self) -> String {
+                let fields: Vec<String> = vec![$(format!("{}={}", stringify!($field), PyRepr::repr(&self.$field))),*];
+                format!("{}({})", stringify!($ty), fields.join(", "))
+            }
+        }
+    )*};
+}
+
+reprs! {
+    TokenReport { total, stable, dynamic, budget, tool_schemas },
+    SectionReport { id, source, zone, chars, tokens, truncated },
+    FileReport { name, raw_chars, injected_chars, truncated, missing, source },
+    PluginReport { id, status, elapsed_us },
+    Diagnostic { level, code, message },
+}
+
+#[pymodule]
+fn _proem(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<NativeAgent>()?;
+    m.add_class::<Built>()?;
+    m.add_class::<TokenReport>()?;
+    m.add_class::<SectionReport>()?;
+    m.add_class::<FileReport>()?;
+    m.add_class::<PluginReport>()?;
+    m.add_class::<Diagnostic>()?;
+    m.add("ProemError", m.py().get_type::<ProemError_>())?;
+    m.add("BOUNDARY_MARKER", proem::BOUNDARY_MARKER)?;
+    Ok(())
+}
