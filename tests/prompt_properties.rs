@@ -277,6 +277,24 @@ fn tools_of(w: &World) -> bool {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 
+    /// The report lists the sections in the order the prompt shows them:
+    /// cut by their character counts, in the report's order, the stable and
+    /// dynamic parts are the sections' bodies joined by blank lines, whole
+    /// (the session tier writes the dynamic part by block; the list follows).
+    #[test]
+    fn the_report_lists_sections_in_prompt_order(w in world()) {
+        let Some(built) = build(&w) else { return Ok(()) };
+        for (part, zone) in [(&built.stable, "stable"), (&built.dynamic, "dynamic")] {
+            let bodies: Vec<&str> = section_bodies(&built)
+                .into_iter()
+                .zip(&built.sections)
+                .filter(|(_, s)| s.zone.as_str() == zone)
+                .map(|(b, _)| b)
+                .collect();
+            prop_assert_eq!(&bodies.join("\n\n"), part, "{} part, sections {:?}", zone, built.sections.iter().map(|s| &s.id).collect::<Vec<_>>());
+        }
+    }
+
     /// No tool-calling guidance when the turn has no tools: no Tool Call
     /// Style, honesty, long-running, sub-agent, shell, protocol or MCP
     /// section, and an execution framing (ZeroClaw's Your Task) only in
@@ -668,7 +686,10 @@ proptest! {
         w.aieos = false;
         w.budget = 40_000;
         let agent = agent(&w);
-        agent.config(&format!("{}{}", config(&w), layout_toml(&change)));
+        // One dynamic block in layout order: with the session tier a plugin's
+        // dynamic section goes with the turn's block, past every session
+        // section (`cache_profiles::` tests that order).
+        agent.config(&format!("{}{}\n[cache]\nsession_tier = false\n", config(&w), layout_toml(&change)));
         let assembler = agent.assembler();
         let plain = match assembler.build(&turn_of(&w)) {
             Ok(b) => b,

@@ -141,6 +141,7 @@ pub fn fit(
                 &Cuts { untouched: &untouched, capped: &capped_knobs, knobs: &knobs },
                 diagnostics,
             );
+            let sections = crate::render::in_prompt_order(sections, tiering);
             return Ok(Fitted { render, sections, joined, total_tokens: total, stable_tokens, stable_xxh3, knobs });
         }
         let needed = *protected.get_or_insert_with(|| protected_tokens(&sections, counter, tiering));

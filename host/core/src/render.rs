@@ -181,6 +181,23 @@ pub fn join(sections: &[Section]) -> Joined {
     join_in(sections, Tiering::NONE)
 }
 
+/// The sections in the order the prompt shows them: [`join_in`] writes
+/// the dynamic part by tier (the session block, then the turn's) when
+/// `[cache]` tiers it, so the report's list, which readers cut the prompt
+/// by, follows the same order. A stable sort: the layout's order holds
+/// within each block.
+pub fn in_prompt_order(mut sections: Vec<Section>, tiering: Tiering) -> Vec<Section> {
+    let tiered = tiering.session_tier || tiering.per_turn == PerTurn::UserMessage;
+    if tiered {
+        sections.sort_by_key(|s| match s.tier() {
+            Tier::Stable => 0u8,
+            Tier::Session => 1,
+            Tier::Turn => 2,
+        });
+    }
+    sections
+}
+
 /// Joins ordered sections into the stable part and, by `tiering`, the
 /// session and per-turn blocks (each section's block is [`Section::tier`]'s
 /// rule; within a block, prompt order holds).
