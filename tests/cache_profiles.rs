@@ -47,7 +47,7 @@ fn anthropic_ttls(v: &Value) -> Vec<String> {
 
 #[test]
 fn anthropic_places_four_breakpoints_with_ttls_in_the_order_the_api_requires() {
-    let built = agent("").build(&group_turn());
+    let built = agent("[cache]\nsession_tier = true\n").build(&group_turn());
     let v = json(&built, Format::Anthropic);
     let system = v["system"].as_array().unwrap();
     assert_eq!(system.len(), 3, "stable, session, turn: {v:#}");
@@ -62,7 +62,7 @@ fn anthropic_places_four_breakpoints_with_ttls_in_the_order_the_api_requires() {
     assert_eq!(anthropic_ttls(&v), ["1h", "1h", "5m", "5m"], "tools, stable, session, conversation");
     assert!(v.get("turn_context").is_none());
     // Every TTL 5m: allowed; a 1h after a 5m: refused by the config.
-    let five = agent("[cache]\nttl = { tools = \"5m\", stable = \"5m\", session = \"5m\", conversation = \"5m\" }\n");
+    let five = agent("[cache]\nsession_tier = true\nttl = { tools = \"5m\", stable = \"5m\", session = \"5m\", conversation = \"5m\" }\n");
     assert_eq!(anthropic_ttls(&json(&five.build(&group_turn()), Format::Anthropic)), ["5m"; 4]);
     let bad = agent("[cache]\nttl = { stable = \"5m\", session = \"1h\" }\n");
     let err = proem::Assembler::open(bad.path(), None).err().expect("refused").to_string();
@@ -126,7 +126,7 @@ fn the_provider_format_follows_the_profile_or_the_provider() {
 #[test]
 fn without_the_session_tier_the_dynamic_part_keeps_the_layout_order() {
     let off = agent("[cache]\nsession_tier = false\n").build(&group_turn());
-    let on = agent("").build(&group_turn());
+    let on = agent("[cache]\nsession_tier = true\n").build(&group_turn());
     assert_eq!((off.stable.as_str(), off.stable_hash.as_str()), (on.stable.as_str(), on.stable_hash.as_str()));
     assert!(off.session.is_none());
     assert!(off.dynamic.starts_with("## Date"), "the layout's first dynamic section: {}", off.dynamic);

@@ -107,15 +107,13 @@ fn anthropic_and_openai_formats() {
     let built = agent.build(&turn());
     let a: serde_json::Value = serde_json::from_slice(&proem(&fixed(dir, &["--format", "anthropic"])).stdout).unwrap();
     let blocks = a["system"].as_array().unwrap();
-    // Stable and session blocks with breakpoints (1 h, 5 min), then the turn's.
-    assert_eq!(blocks.len(), 3);
+    // The stable block with its breakpoint (1 h), then the dynamic part (the
+    // session tier is off by default: the dynamic part keeps the layout's order).
+    assert_eq!(blocks.len(), 2);
     assert_eq!(blocks[0]["text"], built.stable.as_str());
     assert_eq!(blocks[0]["cache_control"], serde_json::json!({"type": "ephemeral", "ttl": "1h"}));
-    assert_eq!(blocks[1]["text"].as_str(), built.session.as_deref());
-    assert_eq!(blocks[1]["cache_control"], serde_json::json!({"type": "ephemeral", "ttl": "5m"}));
-    let turn = blocks[2]["text"].as_str().unwrap();
-    assert_eq!(built.dynamic, format!("{}\n\n{turn}", blocks[1]["text"].as_str().unwrap()));
-    assert!(blocks[2].get("cache_control").is_none());
+    assert_eq!(blocks[1]["text"], built.dynamic.as_str());
+    assert!(blocks[1].get("cache_control").is_none());
     let o: serde_json::Value = serde_json::from_slice(&proem(&fixed(dir, &["--format", "openai"])).stdout).unwrap();
     let msgs = o["messages"].as_array().unwrap();
     assert_eq!(msgs.len(), 1);

@@ -34,8 +34,9 @@ pub struct CacheConfig {
     /// Where the per-turn part goes (default `system`).
     pub per_turn: PerTurn,
     /// Whether the session part is a block of its own, between the stable
-    /// part and the per-turn part (default on; docs/PERFORMANCE.md "Cache
-    /// reuse" has the figures that chose it).
+    /// part and the per-turn part (default off: it reorders the dynamic part,
+    /// and the presets print their systems' order; docs/PERFORMANCE.md
+    /// "Cache reuse" has the figures with it on).
     pub session_tier: bool,
     /// The Anthropic profile's TTL per breakpoint.
     pub ttl: Ttls,
@@ -46,7 +47,7 @@ impl Default for CacheConfig {
         CacheConfig {
             profile: ProfileChoice::Auto,
             per_turn: PerTurn::System,
-            session_tier: true,
+            session_tier: false,
             ttl: Ttls::default(),
         }
     }
