@@ -402,6 +402,24 @@ impl FsView<'_> {
         }
     }
 
+    /// The metadata of `path` under the folder `fd`, as this call may see
+    /// it, charged as one stat (`stat-at` and `metadata-hash-at`).
+    fn metadata_under(
+        &mut self,
+        fd: &Resource<Descriptor>,
+        flags: PathFlags,
+        path: &str,
+    ) -> wasmtime::Result<Result<cap_std::fs::Metadata, ErrorCode>> {
+        let open = match self.dir_of(fd)? {
+            Ok(open) => open,
+            Err(code) => return Ok(Err(code)),
+        };
+        let Node::Dir(dir) = &open.node else { return Ok(Err(ErrorCode::NotDirectory)) };
+        let follow = flags.contains(PathFlags::SYMLINK_FOLLOW);
+        let clock = self.clock;
+        clock.charge(CALL_COST, || self.metadata_at(dir, path, follow))
+    }
+
     /// The metadata of `path` under `dir` as this call may see it.
     fn metadata_at(&mut self, dir: &Dir, path: &str, follow: bool) -> Result<cap_std::fs::Metadata, ErrorCode> {
         if self.hides_path_at(dir, path) {
@@ -559,14 +577,7 @@ impl types::HostDescriptor for FsView<'_> {
     }
 
     fn stat_at(&mut self, fd: Resource<Descriptor>, flags: PathFlags, path: String) -> Answer<DescriptorStat> {
-        let open = match self.dir_of(&fd)? {
-            Ok(open) => open,
-            Err(code) => return Ok(Err(code)),
-        };
-        let Node::Dir(dir) = &open.node else { return Ok(Err(ErrorCode::NotDirectory)) };
-        let follow = flags.contains(PathFlags::SYMLINK_FOLLOW);
-        let clock = self.clock;
-        let meta = clock.charge(CALL_COST, || self.metadata_at(dir, &path, follow))?;
+        let meta = self.metadata_under(&fd, flags, &path)?;
         Ok(meta.map(|m| stat_of(&m, self.workspace.view)))
     }
 
@@ -679,14 +690,7 @@ impl types::HostDescriptor for FsView<'_> {
         flags: PathFlags,
         path: String,
     ) -> Answer<types::MetadataHashValue> {
-        let open = match self.dir_of(&fd)? {
-            Ok(open) => open,
-            Err(code) => return Ok(Err(code)),
-        };
-        let Node::Dir(dir) = &open.node else { return Ok(Err(ErrorCode::NotDirectory)) };
-        let follow = flags.contains(PathFlags::SYMLINK_FOLLOW);
-        let clock = self.clock;
-        let meta = clock.charge(CALL_COST, || self.metadata_at(dir, &path, follow))?;
+        let meta = self.metadata_under(&fd, flags, &path)?;
         Ok(meta.map(|m| identity_hash(&m)))
     }
 
