@@ -119,6 +119,8 @@ export interface PluginReport {
   id: string;
   status: string;
   elapsed_us: number;
+  /** True when no call reached the plugin this build: every answer it needed was remembered (`elapsed_us` is then 0). */
+  remembered?: boolean;
 }
 
 export interface Diagnostic {

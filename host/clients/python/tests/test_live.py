@@ -127,6 +127,9 @@ def test_the_json_format_is_a_typed_build(server, cli):
     assert [s.id for s in built.sections] == [s["id"] for s in report["sections"]]
     assert [f.name for f in built.files] == [f["name"] for f in report["files"]]
     assert sorted(p.id for p in built.plugins) == ["gpt5-overlay", "hardware-access"]
+    assert [p.remembered for p in built.plugins] == [p["remembered"] for p in report["plugins"]]
+    again = Client(server).build("marlow", now=NOW, owners=["u-1"], format="json")
+    assert [p.remembered for p in again.plugins] == [True, True], "the same turn again is the memo's answer"
     assert all(d.level in ("info", "warn", "error") for d in built.diagnostics)
     assert built.raw["stable_hash"] == built.stable_hash
     assert built.headers["content-type"] == "application/json"

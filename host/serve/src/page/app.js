@@ -317,7 +317,7 @@ function render(result) {
 
   $("plugins").tBodies[0].replaceChildren(...(b.plugins.length ? b.plugins.map((p) => el("tr", {},
     el("td", {}, p.id), el("td", {}, el("span", { class: "tag " + (p.status === "ok" ? "ok" : "error") }, p.status)),
-    el("td", { class: "num" }, p.elapsed_us === 0 && p.status === "ok" ? "remembered" : (p.elapsed_us / 1000).toFixed(2) + " ms"))) :
+    el("td", { class: "num" }, p.remembered ? "remembered" : (p.elapsed_us / 1000).toFixed(2) + " ms"))) :
     [el("tr", {}, el("td", { colspan: "3", class: "muted" }, "no plugins"))]));
 
   $("diagnostics").tBodies[0].replaceChildren(...(b.diagnostics.length ? b.diagnostics.map((d) => el("tr", {},

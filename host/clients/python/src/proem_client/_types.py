@@ -124,11 +124,16 @@ class Plugin:
     id: str
     status: str
     elapsed_us: int
+    #: True when no call reached the plugin this build: every answer it
+    #: needed was remembered (elapsed_us is then 0). False from a server
+    #: older than the field.
+    remembered: bool = False
 
     @staticmethod
     def read(value: Any, path: str) -> "Plugin":
         d = _Doc(value, path)
-        return Plugin(d.get("id", str), d.get("status", str), d.get("elapsed_us", int))
+        remembered = d.get("remembered", bool, optional=True)
+        return Plugin(d.get("id", str), d.get("status", str), d.get("elapsed_us", int), bool(remembered))
 
 
 @dataclass(frozen=True)
