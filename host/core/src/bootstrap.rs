@@ -10,7 +10,7 @@ use crate::report::{Diagnostic, FileReport, WORKSPACE_SOURCE};
 use crate::section::ids;
 use crate::text::{char_len, neutralize_cow, one_line, xml_escape};
 use crate::truncate::head_tail;
-use crate::workspace::{strip_front_matter, Unavailable, Workspace};
+use crate::workspace::{strip_front_matter, TextFile, Unavailable, Workspace};
 
 pub use crate::file_names::{canonical_name, MEMORY_ALTERNATIVE, OPTIONAL_FILES, STANDARD_FILES};
 use std::borrow::Cow;
@@ -140,16 +140,7 @@ pub fn load(
     group_chat: bool,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Vec<BootstrapFile> {
-    // A listed standard file, in any spelling, is read once, as itself.
-    let mut extras: Vec<Cow<'_, str>> = config
-        .bootstrap
-        .extra_files
-        .iter()
-        .map(|n| canonical_name(n))
-        .filter(|n| !STANDARD_FILES.contains(&&**n) && !OPTIONAL_FILES.contains(&&**n) && n != MEMORY_ALTERNATIVE)
-        .collect();
-    extras.sort();
-    extras.dedup();
+    let extras = extra_names(config);
     // The team's TEAM.md, read like GoClaw's optional files.
     let team_file = config.team.team_file();
     let names = STANDARD_FILES
@@ -158,54 +149,16 @@ pub fn load(
         .chain(OPTIONAL_FILES.iter().copied())
         .chain(team_file.as_deref())
         .chain(extras.iter().map(|s| &**s));
-    let no_memory = group_chat && !config.bootstrap.memory_in_group_chats;
-    let allow = &config.bootstrap.subagent_allowlist;
     let per_turn = ws.per_turn_files();
+    let read_file =
+        |name: &str| ws.read_text(name, config.bootstrap.max_file_bytes).and_then(|file| per_turn.check(name, file));
     let mut files = Vec::new();
-    for name in names {
-        if session.uses_file_allowlist() && !allow.iter().any(|a| canonical_name(a) == name) {
-            continue;
-        }
-        // HEARTBEAT.md is for heartbeat turns only (OpenClaw), or never.
-        if name == "HEARTBEAT.md" && (session != SessionKind::Heartbeat || !config.bootstrap.heartbeat_file) {
-            continue;
-        }
-        if no_memory && MEMORY_FILES.contains(&name) {
-            continue;
-        }
+    for name in names.filter(|name| is_for_session(name, config, session, group_chat)) {
         let is_optional = OPTIONAL_FILES.contains(&name) || Some(name) == team_file.as_deref();
         let is_extra = !STANDARD_FILES.contains(&name) && !is_optional;
-        let read_file = |name: &str| {
-            ws.read_text(name, config.bootstrap.max_file_bytes).and_then(|file| per_turn.check(name, file))
-        };
-        let mut read = read_file(name);
-        let mut shown_name = name.to_string();
-        if name == "MEMORY.md" && read.as_ref().is_err_and(Unavailable::is_missing) {
-            let lower = read_file(MEMORY_ALTERNATIVE);
-            if lower.is_ok() {
-                read = lower;
-                shown_name = MEMORY_ALTERNATIVE.into();
-            }
-        }
+        let (shown_name, read) = read_with_fallback(name, read_file);
         let text = match read {
-            Ok(file) => {
-                if file.cut_at_limit {
-                    diagnostics.push(Diagnostic::warn(
-                        "file_too_large",
-                        format!(
-                            "{shown_name}: larger than {} bytes; only the first {} bytes were read",
-                            config.bootstrap.max_file_bytes, config.bootstrap.max_file_bytes
-                        ),
-                    ));
-                }
-                let mut text = if config.bootstrap.strip_front_matter {
-                    strip_front_matter(&shown_name, file.text, diagnostics)
-                } else {
-                    file.text
-                };
-                text.truncate(text.trim_end().len());
-                Some(text)
-            }
+            Ok(file) => Some(file_text(&shown_name, file, config, diagnostics)),
             Err(why) if why.is_missing() => {
                 if let Unavailable::PerTurn(how) = &why {
                     diagnostics.push(Diagnostic::warn(why.code(), format!("{shown_name}: {how}")));
@@ -229,6 +182,75 @@ pub fn load(
         files.push(BootstrapFile::new(shown_name, text));
     }
     files
+}
+
+/// `[bootstrap] extra_files` in their canonical spelling, sorted, once
+/// each, without the standard and optional files (a listed standard file,
+/// in any spelling, is read once, as itself).
+fn extra_names(config: &Config) -> Vec<Cow<'_, str>> {
+    let mut extras: Vec<Cow<'_, str>> = config
+        .bootstrap
+        .extra_files
+        .iter()
+        .map(|n| canonical_name(n))
+        .filter(|n| !STANDARD_FILES.contains(&&**n) && !OPTIONAL_FILES.contains(&&**n) && n != MEMORY_ALTERNATIVE)
+        .collect();
+    extras.sort();
+    extras.dedup();
+    extras
+}
+
+/// Whether this session reads the file `name`: a sub-agent only its
+/// allowlist, HEARTBEAT.md only a heartbeat turn (OpenClaw) that wants it,
+/// the memory files no group chat unless configured.
+fn is_for_session(name: &str, config: &Config, session: SessionKind, group_chat: bool) -> bool {
+    let allow = &config.bootstrap.subagent_allowlist;
+    if session.uses_file_allowlist() && !allow.iter().any(|a| canonical_name(a) == name) {
+        return false;
+    }
+    if name == "HEARTBEAT.md" && (session != SessionKind::Heartbeat || !config.bootstrap.heartbeat_file) {
+        return false;
+    }
+    let no_memory = group_chat && !config.bootstrap.memory_in_group_chats;
+    !(no_memory && MEMORY_FILES.contains(&name))
+}
+
+/// Reads `name` with `read`, and a missing MEMORY.md as its lower-case
+/// alternative when that one is there. Returns the name the file is shown
+/// under and what was read.
+fn read_with_fallback<T>(
+    name: &str,
+    read: impl Fn(&str) -> Result<T, Unavailable>,
+) -> (String, Result<T, Unavailable>) {
+    let first = read(name);
+    if name == "MEMORY.md" && first.as_ref().is_err_and(Unavailable::is_missing) {
+        let lower = read(MEMORY_ALTERNATIVE);
+        if lower.is_ok() {
+            return (MEMORY_ALTERNATIVE.into(), lower);
+        }
+    }
+    (name.to_string(), first)
+}
+
+/// A file's text as injected: front matter stripped when configured,
+/// trailing whitespace trimmed; a warning when it was cut at the byte limit.
+fn file_text(shown_name: &str, file: TextFile, config: &Config, diagnostics: &mut Vec<Diagnostic>) -> String {
+    if file.cut_at_limit {
+        diagnostics.push(Diagnostic::warn(
+            "file_too_large",
+            format!(
+                "{shown_name}: larger than {} bytes; only the first {} bytes were read",
+                config.bootstrap.max_file_bytes, config.bootstrap.max_file_bytes
+            ),
+        ));
+    }
+    let mut text = if config.bootstrap.strip_front_matter {
+        strip_front_matter(shown_name, file.text, diagnostics)
+    } else {
+        file.text
+    };
+    text.truncate(text.trim_end().len());
+    text
 }
 
 /// A file as it is injected this render.
@@ -368,6 +390,55 @@ pub fn wrap(file: &InjectedFile, kind: AgentKind) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Which files a session reads: the sub-agent allowlist, HEARTBEAT.md
+    /// on heartbeat turns only, no memory in group chats unless configured.
+    #[test]
+    fn a_session_reads_its_files_only() {
+        let config = Config::default();
+        assert!(is_for_session("AGENTS.md", &config, SessionKind::Main, false));
+        assert!(!is_for_session("SOUL.md", &config, SessionKind::Subagent, false));
+        assert!(is_for_session("AGENTS.md", &config, SessionKind::Subagent, false));
+        assert!(is_for_session("MEMORY.md", &config, SessionKind::Main, false));
+        let mut private = Config::default();
+        private.bootstrap.memory_in_group_chats = false;
+        assert!(!is_for_session("MEMORY.md", &private, SessionKind::Main, true));
+        assert!(is_for_session("MEMORY.md", &private, SessionKind::Main, false));
+        private.bootstrap.memory_in_group_chats = true;
+        assert!(is_for_session("MEMORY.md", &private, SessionKind::Main, true));
+        let heartbeat = is_for_session("HEARTBEAT.md", &config, SessionKind::Heartbeat, false);
+        assert_eq!(heartbeat, config.bootstrap.heartbeat_file);
+        assert!(!is_for_session("HEARTBEAT.md", &config, SessionKind::Main, false));
+    }
+
+    /// A missing MEMORY.md is read as memory.md when that one is there,
+    /// and shown under the name it was read by; other names never fall back.
+    #[test]
+    fn memory_falls_back_to_its_lower_case_spelling() {
+        let only_lower = |name: &str| {
+            if name == MEMORY_ALTERNATIVE {
+                Ok(name.to_string())
+            } else {
+                Err(Unavailable::Missing)
+            }
+        };
+        assert_eq!(
+            read_with_fallback("MEMORY.md", only_lower),
+            (MEMORY_ALTERNATIVE.into(), Ok(MEMORY_ALTERNATIVE.into()))
+        );
+        assert_eq!(read_with_fallback("USER.md", only_lower), ("USER.md".into(), Err(Unavailable::Missing)));
+        let none = |_: &str| -> Result<String, Unavailable> { Err(Unavailable::Missing) };
+        assert_eq!(read_with_fallback("MEMORY.md", none), ("MEMORY.md".into(), Err(Unavailable::Missing)));
+    }
+
+    /// Extra files are canonical, sorted, once each, and never a standard file.
+    #[test]
+    fn extra_names_are_canonical_sorted_and_new() {
+        let mut config = Config::default();
+        config.bootstrap.extra_files = vec!["b.md".into(), "./a.md".into(), "a.md".into(), "AGENTS.md".into()];
+        let names: Vec<String> = extra_names(&config).into_iter().map(|n| n.into_owned()).collect();
+        assert_eq!(names, ["a.md", "b.md"]);
+    }
 
     fn file(name: &str, len: usize) -> BootstrapFile {
         BootstrapFile::new(name, Some("x".repeat(len)))

@@ -22,7 +22,7 @@ use crate::core_sections::{self, CoreInputs, CoreRender, Knobs};
 use crate::error::ProemError;
 use crate::render::{join_in, merge, order_in, replaced_ids, Joined};
 use crate::report::Diagnostic;
-use crate::section::{core_key, ids, CutClass, Section, Zone, CORE_SOURCE};
+use crate::section::{core_key, ids, CutClass, Section, SectionKey, Zone, CORE_SOURCE};
 use crate::skills::SkillsForm;
 use crate::tokens::TokenCounter;
 
@@ -102,32 +102,17 @@ pub fn fit(
         // The core sections move into the merge (`Fitted::sections` has them).
         let (sections, merge_notes) = merge(std::mem::take(&mut render.sections), &kept, layout);
         let joined = join(&sections);
-        let stable_limit = *stable_limit.get_or_insert_with(|| {
-            let protected_stable: Vec<Section> =
-                sections.iter().filter(|s| s.protected && s.zone == Zone::Stable).cloned().collect();
-            let protected_stable = counter.count(&join(&protected_stable).stable);
-            stable_budget(budget, inputs.stable.config.budget.dynamic_reserve, protected_stable)
-        });
+        let stable_limit = *stable_limit.get_or_insert_with(|| stable_limit_of(inputs, &sections, counter, budget));
         // The skills section's own cap ([skills] max_tokens), before the rest.
-        if let Some(cap) = inputs.stable.config.skills.max_tokens {
-            let skills = sections.iter().find(|s| s.cut_class() == Some(CutClass::Skills));
-            if let Some(over) = skills.map(|s| counter.count(&s.body)).filter(|t| *t > cap).map(|t| t - cap) {
-                turn_skills_knob(&sections, &mut knobs, over, counter);
-                continue;
-            }
+        if let Some(over) = over_skills_cap(inputs, &sections, counter) {
+            turn_skills_knob(&sections, &mut knobs, over, counter);
+            continue;
         }
         let capped_knobs = capped.get_or_insert_with(|| knobs.clone()).clone();
         let (stable_tokens, stable_xxh3) = counter.count_hashed(&joined.stable);
         if stable_tokens > stable_limit {
-            if turn_one_knob(
-                Zone::Stable,
-                inputs,
-                &render,
-                &sections,
-                &mut knobs,
-                stable_tokens - stable_limit,
-                counter,
-            ) {
+            let excess = stable_tokens - stable_limit;
+            if turn_one_knob(Zone::Stable, inputs, &render, &sections, &mut knobs, excess, counter) {
                 continue;
             }
             break;
@@ -152,13 +137,36 @@ pub fn fit(
             break;
         }
     }
-    // Every optional section is gone and it still does not fit: the stable
-    // part as fitted plus the protected dynamic sections is what it needs.
-    let render = core_sections::render(inputs, &knobs);
+    Err(too_small_after_every_cut(inputs, &knobs, counter, budget))
+}
+
+/// The [`stable_budget`] of a build whose sections are `sections`: it
+/// depends on the protected stable sections alone, which no knob changes.
+fn stable_limit_of(inputs: &CoreInputs, sections: &[Section], counter: &TokenCounter, budget: usize) -> usize {
+    let protected_stable: Vec<Section> =
+        sections.iter().filter(|s| s.protected && s.zone == Zone::Stable).cloned().collect();
+    let protected_stable = counter.count(&join_in(&protected_stable, inputs.stable.config.cache.tiering()).stable);
+    stable_budget(budget, inputs.stable.config.budget.dynamic_reserve, protected_stable)
+}
+
+/// Tokens the skills section is over `[skills] max_tokens`, when it is.
+fn over_skills_cap(inputs: &CoreInputs, sections: &[Section], counter: &TokenCounter) -> Option<usize> {
+    let cap = inputs.stable.config.skills.max_tokens?;
+    let skills = sections.iter().find(|s| s.cut_class() == Some(CutClass::Skills));
+    skills.map(|s| counter.count(&s.body)).filter(|t| *t > cap).map(|t| t - cap)
+}
+
+/// The error when every optional section is gone and the prompt still does
+/// not fit: the stable part as fitted (`knobs`) plus the protected dynamic
+/// sections is what it needs.
+fn too_small_after_every_cut(inputs: &CoreInputs, knobs: &Knobs, counter: &TokenCounter, budget: usize) -> ProemError {
+    let layout = inputs.stable.config.layout().mode(inputs.stable.mode);
+    let tiering = inputs.stable.config.cache.tiering();
+    let render = core_sections::render(inputs, knobs);
     let (sections, _) = merge(render.sections, &[], layout);
     let kept: Vec<Section> = sections.into_iter().filter(|s| s.zone == Zone::Stable || s.protected).collect();
-    let needed = sent_tokens(&join(&kept), counter).max(protected_tokens(&kept, counter, tiering));
-    Err(ProemError::BudgetTooSmall { needed, budget, over: needed.saturating_sub(budget) })
+    let needed = sent_tokens(&join_in(&kept, tiering), counter).max(protected_tokens(&kept, counter, tiering));
+    ProemError::BudgetTooSmall { needed, budget, over: needed.saturating_sub(budget) }
 }
 
 /// Counts ahead what [`fit`] and the build report will count, as far as
@@ -227,16 +235,7 @@ fn turn_one_knob(
     }
 
     if let Some(extra) = present(CutClass::ExtraContext).next() {
-        let tokens = counter.count(&extra.body).max(1);
-        let full = inputs.turn.extra.as_deref().map(crate::text::char_len).unwrap_or(0);
-        let current = knobs.extra_chars.unwrap_or(full).min(full);
-        let margin = excess.saturating_add(32);
-        let keep = (current as f64 * (tokens.saturating_sub(margin)) as f64 / tokens as f64) as usize;
-        if tokens > margin && keep >= MIN_EXTRA_CHARS && keep < current {
-            knobs.extra_chars = Some(keep);
-        } else {
-            knobs.dropped.insert(core_key(ids::EXTRA_CONTEXT));
-        }
+        turn_extra_knob(inputs, extra, knobs, excess, counter);
         return true;
     }
 
@@ -245,7 +244,40 @@ fn turn_one_knob(
         return true;
     }
 
-    // Largest file of this part first, each cut to its new cap.
+    if let Some((name, cap)) = largest_file_cut(inputs, render, &in_zone, excess, counter) {
+        knobs.file_caps.insert(name, cap);
+        return true;
+    }
+
+    let Some(key) = last_optional_section(zone, sections, &in_zone) else { return false };
+    knobs.dropped.insert(key);
+    true
+}
+
+/// Shortens the extra prompt by about `excess` tokens, or drops it when
+/// less than [`MIN_EXTRA_CHARS`] would be left.
+fn turn_extra_knob(inputs: &CoreInputs, extra: &Section, knobs: &mut Knobs, excess: usize, counter: &TokenCounter) {
+    let tokens = counter.count(&extra.body).max(1);
+    let full = inputs.turn.extra.as_deref().map(crate::text::char_len).unwrap_or(0);
+    let current = knobs.extra_chars.unwrap_or(full).min(full);
+    let margin = excess.saturating_add(32);
+    let keep = (current as f64 * (tokens.saturating_sub(margin)) as f64 / tokens as f64) as usize;
+    if tokens > margin && keep >= MIN_EXTRA_CHARS && keep < current {
+        knobs.extra_chars = Some(keep);
+    } else {
+        knobs.dropped.insert(core_key(ids::EXTRA_CONTEXT));
+    }
+}
+
+/// The file of this part to cut next, largest first, with its new cap
+/// ([`new_file_cap`]); `None` when no file of `in_zone` can shrink.
+fn largest_file_cut(
+    inputs: &CoreInputs,
+    render: &CoreRender,
+    in_zone: &[&Section],
+    excess: usize,
+    counter: &TokenCounter,
+) -> Option<(String, usize)> {
     let notices = inputs.stable.config.bootstrap.truncation_notice != TruncationNotice::Off;
     let mut candidates: Vec<(&crate::bootstrap::InjectedFile, usize)> = render
         .files
@@ -260,32 +292,26 @@ fn turn_one_knob(
         })
         .collect();
     candidates.sort_by_key(|(f, _)| (std::cmp::Reverse(f.report.injected_chars), f.name.clone()));
-    if let Some((file, cap)) = candidates.first() {
-        knobs.file_caps.insert(file.name.clone(), *cap);
-        return true;
-    }
+    candidates.first().map(|(file, cap)| (file.name.clone(), *cap))
+}
 
-    // Other optional sections (and empty file sections): the last one
-    // first. A section another one names goes after it: the one naming it
-    // is dropped first when it is in this part, and when it is not (it is
-    // above the boundary, out of this phase's reach) the named one stays.
+/// The key of the optional section of `zone` to drop next (or of an empty
+/// file section): the last one first. A section another one names goes
+/// after it: the one naming it is dropped first when it is in this part,
+/// and when it is not (it is above the boundary, out of this phase's
+/// reach) the named one stays. `None`: nothing optional is left.
+fn last_optional_section(zone: Zone, sections: &[Section], in_zone: &[&Section]) -> Option<SectionKey> {
     for candidate in in_zone.iter().rev().filter(|s| s.cut_class().is_some()) {
         let naming = sections
             .iter()
             .find(|s| s.source == crate::section::Source::Core && names(&s.id) == Some(candidate.id.as_str()));
         match naming {
-            None => {
-                knobs.dropped.insert(candidate.key());
-                return true;
-            }
-            Some(n) if n.zone == zone && n.cut_class().is_some() => {
-                knobs.dropped.insert(n.key());
-                return true;
-            }
+            None => return Some(candidate.key()),
+            Some(n) if n.zone == zone && n.cut_class().is_some() => return Some(n.key()),
             Some(_) => continue,
         }
     }
-    false
+    None
 }
 
 /// The section a core section names in its text, which must stay while it
@@ -350,16 +376,45 @@ fn report_cuts(inputs: &CoreInputs, contributed: &[Section], cuts: &Cuts, diagno
     if knobs == untouched {
         return;
     }
-    let layout = inputs.stable.config.layout().mode(inputs.stable.mode);
-    if knobs.dropped.contains(&core_key(ids::EXTRA_CONTEXT)) {
-        diagnostics
-            .push(Diagnostic::warn("budget_extra_dropped", "the extra prompt was left out to fit the token budget"));
-    } else if let Some(n) = knobs.extra_chars {
-        diagnostics.push(Diagnostic::warn(
-            "budget_extra_shortened",
-            format!("the extra prompt was shortened to its first {n} characters to fit the token budget"),
+    diagnostics.extend(extra_cut(knobs));
+    diagnostics.extend(skills_cut(inputs, cuts));
+    for (name, cap) in &knobs.file_caps {
+        let message = if *cap == 0 {
+            format!("{name}: left out to fit the token budget")
+        } else {
+            format!("{name}: cut to at most {cap} characters to fit the token budget")
+        };
+        diagnostics.push(Diagnostic::warn("budget_file_shrunk", message));
+    }
+    diagnostics.extend(dropped_sections(capped, knobs));
+    if cut_above_boundary(inputs, contributed, capped, knobs) {
+        diagnostics.push(Diagnostic::info(
+            "budget_cut_stable",
+            "the stable part was over the budget less [budget] dynamic_reserve, so content above the cache \
+             boundary was cut (the same way on every turn: per-turn inputs never change it); raise the budget \
+             to keep more of it",
         ));
     }
+}
+
+/// What the budget did to the extra prompt, if anything.
+fn extra_cut(knobs: &Knobs) -> Option<Diagnostic> {
+    if knobs.dropped.contains(&core_key(ids::EXTRA_CONTEXT)) {
+        Some(Diagnostic::warn("budget_extra_dropped", "the extra prompt was left out to fit the token budget"))
+    } else {
+        knobs.extra_chars.map(|n| {
+            Diagnostic::warn(
+                "budget_extra_shortened",
+                format!("the extra prompt was shortened to its first {n} characters to fit the token budget"),
+            )
+        })
+    }
+}
+
+/// What was done to the skills section, if anything, and whose cut it was:
+/// `[skills] max_tokens` alone (`skills_capped`), or the budget.
+fn skills_cut(inputs: &CoreInputs, cuts: &Cuts) -> Option<Diagnostic> {
+    let Cuts { untouched, capped, knobs } = *cuts;
     let total = inputs.stable.skills.len();
     let skills_key = core_key(ids::SKILLS);
     let skills_state = |k: &Knobs| (k.skills_form, k.skills_count, k.dropped.contains(&skills_key));
@@ -375,31 +430,31 @@ fn report_cuts(inputs: &CoreInputs, contributed: &[Section], cuts: &Cuts, diagno
                 if knobs.skills_form == SkillsForm::Compact { " in compact form" } else { "" }
             )
         };
-        diagnostics.push(Diagnostic::info("skills_capped", format!("{what} to fit [skills] max_tokens = {cap}")));
+        Some(Diagnostic::info("skills_capped", format!("{what} to fit [skills] max_tokens = {cap}")))
     } else if knobs.dropped.contains(&skills_key) {
-        diagnostics.push(Diagnostic::warn(
+        Some(Diagnostic::warn(
             "budget_skills_dropped",
             format!("the skills section ({total} skills) was left out to fit the token budget"),
-        ));
+        ))
     } else if knobs.skills_count < total {
-        diagnostics.push(Diagnostic::warn(
+        Some(Diagnostic::warn(
             "budget_skills_limited",
             format!("skills: included {} of {total}, compact form, to fit the token budget", knobs.skills_count),
-        ));
+        ))
     } else if knobs.skills_form == SkillsForm::Compact {
-        diagnostics.push(Diagnostic::warn(
+        Some(Diagnostic::warn(
             "budget_skills_compact",
             format!("skills: all {total} listed in compact form (no descriptions) to fit the token budget"),
-        ));
+        ))
+    } else {
+        None
     }
-    for (name, cap) in &knobs.file_caps {
-        let message = if *cap == 0 {
-            format!("{name}: left out to fit the token budget")
-        } else {
-            format!("{name}: cut to at most {cap} characters to fit the token budget")
-        };
-        diagnostics.push(Diagnostic::warn("budget_file_shrunk", message));
-    }
+}
+
+/// One diagnostic per section the budget dropped (after the skills cap),
+/// but the extra prompt and the skills section (reported on their own).
+fn dropped_sections(capped: &Knobs, knobs: &Knobs) -> Vec<Diagnostic> {
+    let mut diagnostics = Vec::new();
     for (source, id) in knobs.dropped.difference(&capped.dropped) {
         if *source == CORE_SOURCE && (id == ids::EXTRA_CONTEXT || id == ids::SKILLS) {
             continue;
@@ -412,8 +467,13 @@ fn report_cuts(inputs: &CoreInputs, contributed: &[Section], cuts: &Cuts, diagno
         };
         diagnostics.push(Diagnostic::warn("budget_section_dropped", message));
     }
-    // What the budget (not the skills cap) cut above the boundary.
-    let stable_cut = knobs.skills_form != capped.skills_form
+    diagnostics
+}
+
+/// Whether the budget (not the skills cap) cut anything above the boundary.
+fn cut_above_boundary(inputs: &CoreInputs, contributed: &[Section], capped: &Knobs, knobs: &Knobs) -> bool {
+    let layout = inputs.stable.config.layout().mode(inputs.stable.mode);
+    knobs.skills_form != capped.skills_form
         || knobs.skills_count != capped.skills_count
         || knobs
             .dropped
@@ -423,15 +483,7 @@ fn report_cuts(inputs: &CoreInputs, contributed: &[Section], cuts: &Cuts, diagno
             .file_caps
             .keys()
             .any(|name| crate::bootstrap::group_in(name, inputs.stable.config.layout()) != FileGroup::Dynamic)
-        || contributed.iter().any(|s| s.zone == Zone::Stable && knobs.dropped.contains(&s.key()));
-    if stable_cut {
-        diagnostics.push(Diagnostic::info(
-            "budget_cut_stable",
-            "the stable part was over the budget less [budget] dynamic_reserve, so content above the cache \
-             boundary was cut (the same way on every turn: per-turn inputs never change it); raise the budget \
-             to keep more of it",
-        ));
-    }
+        || contributed.iter().any(|s| s.zone == Zone::Stable && knobs.dropped.contains(&s.key()))
 }
 
 #[cfg(test)]
@@ -498,6 +550,35 @@ mod tests {
                 model: None,
             },
         }
+    }
+
+    /// The extra prompt's and the dropped sections' diagnostics: one each,
+    /// the extra prompt and skills never among the dropped sections, a core
+    /// section dropped with its plugin replacement said to go with it.
+    #[test]
+    fn each_cut_is_reported_once_by_its_own_step() {
+        let config = Config::default();
+        let inputs = inputs(&config, &[], Some("x".repeat(500)));
+        let untouched = Knobs::untouched(&inputs);
+        let mut knobs = untouched.clone();
+        assert_eq!(extra_cut(&knobs), None);
+        knobs.extra_chars = Some(300);
+        let shortened = extra_cut(&knobs).unwrap();
+        assert_eq!(shortened.code, "budget_extra_shortened");
+        assert!(shortened.message.contains("first 300 characters"), "{}", shortened.message);
+        knobs.dropped.insert(core_key(ids::EXTRA_CONTEXT));
+        assert_eq!(extra_cut(&knobs).unwrap().code, "budget_extra_dropped");
+        knobs.dropped.insert(core_key(ids::SKILLS));
+        knobs.dropped.insert(core_key(ids::PERSONA));
+        knobs.dropped.insert(("aieos".to_string(), ids::PERSONA.to_string()));
+        let dropped = dropped_sections(&untouched, &knobs);
+        let messages: Vec<&str> = dropped.iter().map(|d| d.message.as_str()).collect();
+        assert_eq!(messages.len(), 2, "{messages:?}");
+        assert!(dropped.iter().all(|d| d.code == "budget_section_dropped"));
+        assert!(messages.iter().any(|m| m.contains("stays out with the plugin section that replaced it")));
+        assert!(messages.iter().any(|m| m.starts_with("section persona (aieos) was left out")));
+        // What the skills cap dropped before the budget ran is not the budget's.
+        assert!(dropped_sections(&knobs, &knobs).is_empty());
     }
 
     proptest! {

@@ -974,95 +974,160 @@ impl Config {
         }
     }
 
+    /// Checks every value that TOML's types alone do not bound, in the
+    /// order below: the first broken rule is the error, named by its table
+    /// and key and located at its line in `source`.
     fn validate(&self, source: &str, path: &Path) -> Result<(), ProemError> {
-        let fail = |table: &str, key: &str, message: String| {
-            let line = locate_key(source, table, key);
-            Err(ProemError::config(path, line, Some(format!("{table}.{key}")), message))
+        let at_key = |bad: BadKey| {
+            let line = locate_key(source, bad.table, bad.key);
+            ProemError::config(path, line, Some(format!("{}.{}", bad.table, bad.key)), bad.message)
         };
-        let one_word =
-            |value: &str| !value.is_empty() && value.len() <= 64 && value.chars().all(|c| c.is_ascii_graphic());
-        for (key, token) in
-            [("heartbeat_ack", &self.sessions.heartbeat_ack), ("silent_token", &self.sessions.silent_token)]
-        {
-            if !one_word(token) {
-                return fail("sessions", key, format!("{token:?} is not one word of 1-64 printable ASCII characters"));
-            }
-        }
-        if let Some(h) = &self.sessions.subagent_heading {
-            if h.trim().is_empty() || h.chars().count() > 80 || h.chars().any(|c| c.is_control()) {
-                return fail(
-                    "sessions",
-                    "subagent_heading",
-                    format!("{h:?} is not a one-line heading of 1-80 characters"),
-                );
-            }
-        }
-        for folder in &self.skills.folders {
-            if let Err(why) = check_relative_path(folder) {
-                return fail("skills", "folders", why.to_string());
-            }
-        }
-        if let Some(ws) = &self.team.workspace {
-            if let Err(why) = check_relative_path(ws) {
-                return fail("team", "workspace", why.to_string());
-            }
-        }
-        let b = &self.budget;
-        for (key, ratio) in [("head_ratio", b.head_ratio), ("tail_ratio", b.tail_ratio)] {
-            if !(0.0..=1.0).contains(&ratio) || ratio.is_nan() {
-                return fail("budget", key, format!("{ratio} is outside 0.0..=1.0"));
-            }
-        }
-        if b.head_ratio + b.tail_ratio > 1.0 {
-            return fail(
-                "budget",
-                "tail_ratio",
-                format!("head_ratio + tail_ratio is {}, more than 1.0", b.head_ratio + b.tail_ratio),
-            );
-        }
-        if b.head_ratio + b.tail_ratio <= 0.0 {
-            return fail(
-                "budget",
-                "head_ratio",
-                "head_ratio and tail_ratio are both 0: nothing would be kept of a long file".into(),
-            );
-        }
+        self.check_sessions().map_err(at_key)?;
+        self.check_folders().map_err(at_key)?;
+        self.check_budget_ratios().map_err(at_key)?;
         if let Err((key, why)) = self.cache.check() {
             let (table, key) = key.split_once('.').map_or(("cache", key.as_str()), |(t, k)| (t, k));
             let line =
                 locate_key(source, &format!("cache.{table}"), key).or_else(|| locate_key(source, "cache", table));
             return Err(ProemError::config(path, line, Some(format!("cache.{table}.{key}")), why));
         }
-        for (bound, value) in self.numbers() {
-            if let Err(why) = value.map_or(Ok(0), |v| bound.check_usize(v)) {
-                let (table, key) = bound.name.split_once('.').unwrap_or(("", bound.name));
-                return fail(table, key, format!("{why}; set a value in that range"));
+        self.check_numbers().map_err(at_key)?;
+        self.check_tokenizer().map_err(at_key)?;
+        self.check_search_share().map_err(at_key)?;
+        self.check_file_lists().map_err(at_key)?;
+        let mut ids: Vec<&str> = Vec::new();
+        for p in &self.plugins {
+            let located = |message: String| {
+                let line = locate_plugin(source, &p.id);
+                ProemError::config(path, line, Some(format!("plugins.{}", p.id)), message)
+            };
+            if ids.contains(&p.id.as_str()) && !p.id.trim().is_empty() {
+                return Err(located(format!("plugin id {:?} is configured twice", p.id)));
             }
+            ids.push(&p.id);
+            check_plugin(p).map_err(located)?;
         }
-        if let Some(t) = &b.tokenizer {
-            if crate::vocab::is_file_name(t) {
-                if let Err(why) = crate::paths::check_relative_path(t) {
-                    return fail(
-                        "budget",
-                        "tokenizer",
-                        format!("{t:?}: {why}; name a tokenizer.json inside the agent directory"),
-                    );
-                }
-            } else if crate::tokens::Tokenizer::from_name(t).is_none() {
-                return fail(
-                    "budget",
-                    "tokenizer",
-                    format!(
-                        "unknown tokenizer {t:?}: expected o200k_base, cl100k_base, claude-estimate, \
-                         or the path of a tokenizer.json inside the agent directory (ending in .json)"
-                    ),
+        Ok(())
+    }
+
+    /// `[sessions]`: the reply tokens are one word; the sub-agent heading is
+    /// one short line.
+    fn check_sessions(&self) -> Result<(), BadKey> {
+        let one_word =
+            |value: &str| !value.is_empty() && value.len() <= 64 && value.chars().all(|c| c.is_ascii_graphic());
+        for (key, token) in
+            [("heartbeat_ack", &self.sessions.heartbeat_ack), ("silent_token", &self.sessions.silent_token)]
+        {
+            if !one_word(token) {
+                return BadKey::at(
+                    "sessions",
+                    key,
+                    format!("{token:?} is not one word of 1-64 printable ASCII characters"),
                 );
             }
         }
+        if let Some(h) = &self.sessions.subagent_heading {
+            if h.trim().is_empty() || h.chars().count() > 80 || h.chars().any(|c| c.is_control()) {
+                return BadKey::at(
+                    "sessions",
+                    "subagent_heading",
+                    format!("{h:?} is not a one-line heading of 1-80 characters"),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// `[skills] folders` and `[team] workspace` stay inside the agent
+    /// directory.
+    fn check_folders(&self) -> Result<(), BadKey> {
+        for folder in &self.skills.folders {
+            if let Err(why) = check_relative_path(folder) {
+                return BadKey::at("skills", "folders", why.to_string());
+            }
+        }
+        if let Some(ws) = &self.team.workspace {
+            if let Err(why) = check_relative_path(ws) {
+                return BadKey::at("team", "workspace", why.to_string());
+            }
+        }
+        Ok(())
+    }
+
+    /// `[budget] head_ratio` and `tail_ratio`: each in 0..=1, together more
+    /// than 0 and at most 1.
+    fn check_budget_ratios(&self) -> Result<(), BadKey> {
+        let b = &self.budget;
+        for (key, ratio) in [("head_ratio", b.head_ratio), ("tail_ratio", b.tail_ratio)] {
+            if !(0.0..=1.0).contains(&ratio) || ratio.is_nan() {
+                return BadKey::at("budget", key, format!("{ratio} is outside 0.0..=1.0"));
+            }
+        }
+        if b.head_ratio + b.tail_ratio > 1.0 {
+            return BadKey::at(
+                "budget",
+                "tail_ratio",
+                format!("head_ratio + tail_ratio is {}, more than 1.0", b.head_ratio + b.tail_ratio),
+            );
+        }
+        if b.head_ratio + b.tail_ratio <= 0.0 {
+            return BadKey::at(
+                "budget",
+                "head_ratio",
+                "head_ratio and tail_ratio are both 0: nothing would be kept of a long file".into(),
+            );
+        }
+        Ok(())
+    }
+
+    /// Every whole-number key of [`Config::numbers`] within its bound.
+    fn check_numbers(&self) -> Result<(), BadKey> {
+        for (bound, value) in self.numbers() {
+            if let Err(why) = value.map_or(Ok(0), |v| bound.check_usize(v)) {
+                let (table, key) = bound.name.split_once('.').unwrap_or(("", bound.name));
+                return BadKey::at(table, key, format!("{why}; set a value in that range"));
+            }
+        }
+        Ok(())
+    }
+
+    /// `[budget] tokenizer`: a known name, or a tokenizer.json inside the
+    /// agent directory.
+    fn check_tokenizer(&self) -> Result<(), BadKey> {
+        let Some(t) = &self.budget.tokenizer else { return Ok(()) };
+        if crate::vocab::is_file_name(t) {
+            if let Err(why) = crate::paths::check_relative_path(t) {
+                return BadKey::at(
+                    "budget",
+                    "tokenizer",
+                    format!("{t:?}: {why}; name a tokenizer.json inside the agent directory"),
+                );
+            }
+        } else if crate::tokens::Tokenizer::from_name(t).is_none() {
+            return BadKey::at(
+                "budget",
+                "tokenizer",
+                format!(
+                    "unknown tokenizer {t:?}: expected o200k_base, cl100k_base, claude-estimate, \
+                     or the path of a tokenizer.json inside the agent directory (ending in .json)"
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    /// `[skills] search_above_share` is a share, 0..=1.
+    fn check_search_share(&self) -> Result<(), BadKey> {
         let share = self.skills.search_above_share;
         if !(0.0..=1.0).contains(&share) || share.is_nan() {
-            return fail("skills", "search_above_share", format!("{share} is outside 0.0..=1.0"));
+            return BadKey::at("skills", "search_above_share", format!("{share} is outside 0.0..=1.0"));
         }
+        Ok(())
+    }
+
+    /// The file names of `[bootstrap]` lists are inside the agent directory
+    /// and spelled canonically; `[tools] file` is inside it.
+    fn check_file_lists(&self) -> Result<(), BadKey> {
         let m = &self.bootstrap.mode_files;
         for (key, list) in [
             ("extra_files", &self.bootstrap.extra_files),
@@ -1072,70 +1137,12 @@ impl Config {
             ("mode_files", m.none.as_ref().unwrap_or(&Vec::new())),
         ] {
             for name in list {
-                if let Err(why) = check_relative_path(name) {
-                    return fail("bootstrap", key, format!("{name:?}: {why}"));
-                }
-                let canonical = crate::file_names::canonical_name(name);
-                if canonical != name.as_str() {
-                    return fail(
-                        "bootstrap",
-                        key,
-                        format!(
-                            "{name:?} names the file {canonical:?} in another spelling (spaces, `./`, case): \
-                             write {canonical:?}, so that one file is never read twice or out of its place"
-                        ),
-                    );
-                }
+                check_file_name(name).map_err(|message| BadKey { table: "bootstrap", key, message })?;
             }
         }
         if let Some(file) = &self.tools.file {
             if let Err(why) = check_relative_path(file) {
-                return fail("tools", "file", format!("{file:?}: {why}"));
-            }
-        }
-        let mut ids: Vec<&str> = Vec::new();
-        for p in &self.plugins {
-            let line = locate_plugin(source, &p.id);
-            let err = |message: String| Err(ProemError::config(path, line, Some(format!("plugins.{}", p.id)), message));
-            if p.id.trim().is_empty() {
-                return err("a plugin needs a non-empty id".into());
-            }
-            if ids.contains(&p.id.as_str()) {
-                return err(format!("plugin id {:?} is configured twice", p.id));
-            }
-            ids.push(&p.id);
-            if let Err(why) = crate::plugin::Grants::parse(&p.grants) {
-                return err(format!("grants: {why}"));
-            }
-            for (bound, value) in [
-                (bounds::PLUGIN_MEMORY_MIB, p.memory_mib),
-                (bounds::PLUGIN_DEADLINE_MS, p.deadline_ms),
-                (bounds::PLUGIN_OUTPUT_KIB, p.output_kib),
-            ] {
-                if let Some(Err(why)) = value.map(|v| bound.check(v.into())) {
-                    return err(format!("{} = {why}", bound.name));
-                }
-            }
-            if let Some(pin) = &p.sha256 {
-                if pin.len() != 64 || !pin.bytes().all(|b| b.is_ascii_hexdigit()) {
-                    return err(format!("sha256 {pin:?} is not 64 hexadecimal digits"));
-                }
-            }
-            match (&p.source, &p.path) {
-                (Some(_), Some(_)) => return err("give either source or path, not both".into()),
-                (None, None) => return err("give source = \"builtin:<id>\" or path = \"<file>.wasm\"".into()),
-                (Some(s), None) if !s.starts_with("builtin:") => {
-                    return err(format!("source {s:?} must look like \"builtin:<id>\""))
-                }
-                (Some(s), None) if !BUILTIN_IDS.contains(&&s["builtin:".len()..]) => {
-                    return err(format!("source {s:?}: no such built-in plugin (built-in: {})", BUILTIN_IDS.join(", ")))
-                }
-                (None, Some(file)) => {
-                    if let Err(why) = check_relative_path(file) {
-                        return err(format!("path {file:?}: {why}"));
-                    }
-                }
-                _ => {}
+                return BadKey::at("tools", "file", format!("{file:?}: {why}"));
             }
         }
         Ok(())
@@ -1286,6 +1293,79 @@ fn locate_plugin(source: &str, id: &str) -> Option<usize> {
         .map(|i| i + 1)
 }
 
+/// A config value that breaks its rule: where it is (`table.key`) and why.
+#[derive(Debug, PartialEq)]
+struct BadKey {
+    table: &'static str,
+    key: &'static str,
+    message: String,
+}
+
+impl BadKey {
+    /// The error for `table.key`.
+    fn at<T>(table: &'static str, key: &'static str, message: String) -> Result<T, BadKey> {
+        Err(BadKey { table, key, message })
+    }
+}
+
+/// A `[bootstrap]` file name: inside the agent directory, and in the one
+/// spelling proem reads it by.
+fn check_file_name(name: &str) -> Result<(), String> {
+    if let Err(why) = check_relative_path(name) {
+        return Err(format!("{name:?}: {why}"));
+    }
+    let canonical = crate::file_names::canonical_name(name);
+    if canonical != name {
+        return Err(format!(
+            "{name:?} names the file {canonical:?} in another spelling (spaces, `./`, case): \
+             write {canonical:?}, so that one file is never read twice or out of its place"
+        ));
+    }
+    Ok(())
+}
+
+/// One `[[plugins]]` entry on its own (ids seen twice are the caller's
+/// check): an id, valid grants and limits, a well-formed pin, and exactly
+/// one of a built-in source or a path inside the agent directory.
+fn check_plugin(p: &PluginConfig) -> Result<(), String> {
+    if p.id.trim().is_empty() {
+        return Err("a plugin needs a non-empty id".into());
+    }
+    if let Err(why) = crate::plugin::Grants::parse(&p.grants) {
+        return Err(format!("grants: {why}"));
+    }
+    for (bound, value) in [
+        (bounds::PLUGIN_MEMORY_MIB, p.memory_mib),
+        (bounds::PLUGIN_DEADLINE_MS, p.deadline_ms),
+        (bounds::PLUGIN_OUTPUT_KIB, p.output_kib),
+    ] {
+        if let Some(Err(why)) = value.map(|v| bound.check(v.into())) {
+            return Err(format!("{} = {why}", bound.name));
+        }
+    }
+    if let Some(pin) = &p.sha256 {
+        if pin.len() != 64 || !pin.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(format!("sha256 {pin:?} is not 64 hexadecimal digits"));
+        }
+    }
+    check_plugin_source(p)
+}
+
+/// A plugin's `source`/`path` pair: exactly one, naming a known built-in or
+/// a file inside the agent directory.
+fn check_plugin_source(p: &PluginConfig) -> Result<(), String> {
+    match (&p.source, &p.path) {
+        (Some(_), Some(_)) => Err("give either source or path, not both".into()),
+        (None, None) => Err("give source = \"builtin:<id>\" or path = \"<file>.wasm\"".into()),
+        (Some(s), None) if !s.starts_with("builtin:") => Err(format!("source {s:?} must look like \"builtin:<id>\"")),
+        (Some(s), None) if !BUILTIN_IDS.contains(&&s["builtin:".len()..]) => {
+            Err(format!("source {s:?}: no such built-in plugin (built-in: {})", BUILTIN_IDS.join(", ")))
+        }
+        (None, Some(file)) => check_relative_path(file).map_err(|why| format!("path {file:?}: {why}")),
+        _ => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod plugin_entry_tests {
     use super::*;
@@ -1424,6 +1504,55 @@ config = { patterns = ["gpio_*", "i2c_*"] }
         assert!(err.contains(":3:") && err.contains("\"nope\" is not a section id"), "{err}");
         let err = parse("[layout.headings]\nsafety = \"two\\nlines\"\n").unwrap_err().to_string();
         assert!(err.contains(":1:") && err.contains("one line"), "{err}");
+    }
+
+    /// Each rule of one `[[plugins]]` entry, checked on its own.
+    #[test]
+    fn a_plugin_entry_is_checked_alone() {
+        let entry = |id: &str, source: Option<&str>, path: Option<&str>| PluginConfig {
+            id: id.into(),
+            source: source.map(Into::into),
+            path: path.map(Into::into),
+            ..PluginConfig::default()
+        };
+        assert_eq!(check_plugin(&entry("a", Some("builtin:gpt5-overlay"), None)), Ok(()));
+        assert_eq!(check_plugin(&entry("a", None, Some("plugins/a.wasm"))), Ok(()));
+        assert_eq!(check_plugin(&entry(" ", None, None)).unwrap_err(), "a plugin needs a non-empty id");
+        let err = check_plugin(&entry("a", Some("builtin:x"), Some("a.wasm"))).unwrap_err();
+        assert_eq!(err, "give either source or path, not both");
+        let err = check_plugin(&entry("a", None, None)).unwrap_err();
+        assert_eq!(err, "give source = \"builtin:<id>\" or path = \"<file>.wasm\"");
+        let err = check_plugin(&entry("a", Some("oci:x"), None)).unwrap_err();
+        assert_eq!(err, "source \"oci:x\" must look like \"builtin:<id>\"");
+        let err = check_plugin(&entry("a", Some("builtin:nope"), None)).unwrap_err();
+        assert!(err.starts_with("source \"builtin:nope\": no such built-in plugin"), "{err}");
+        let err = check_plugin(&entry("a", None, Some("../a.wasm"))).unwrap_err();
+        assert!(err.starts_with("path \"../a.wasm\": "), "{err}");
+        let pinned = PluginConfig { sha256: Some("abc".into()), ..entry("a", None, Some("a.wasm")) };
+        assert_eq!(check_plugin(&pinned).unwrap_err(), "sha256 \"abc\" is not 64 hexadecimal digits");
+        let granted = PluginConfig { grants: vec!["root".into()], ..entry("a", None, Some("a.wasm")) };
+        assert!(check_plugin(&granted).unwrap_err().starts_with("grants: "));
+    }
+
+    /// A `[bootstrap]` name is refused outside the agent directory and in
+    /// any spelling but the canonical one.
+    #[test]
+    fn bootstrap_names_are_canonical_and_inside() {
+        assert_eq!(check_file_name("NOTES.md"), Ok(()));
+        assert!(check_file_name("/etc/passwd").unwrap_err().starts_with("\"/etc/passwd\": "));
+        let err = check_file_name("./AGENTS.md").unwrap_err();
+        assert!(err.contains("in another spelling") && err.contains("write \"AGENTS.md\""), "{err}");
+    }
+
+    /// The first broken rule is the error, in `validate`'s order: a config
+    /// breaking two rules reports the earlier one, at its key.
+    #[test]
+    fn validate_reports_the_first_rule_broken() {
+        let err =
+            parse("[budget]\nhead_ratio = 2.0\n[sessions]\nsilent_token = \"two words\"\n").unwrap_err().to_string();
+        assert!(err.contains("sessions.silent_token") && err.contains(":4:"), "{err}");
+        let err = parse("[budget]\nhead_ratio = 0.8\ntail_ratio = 0.8\n").unwrap_err().to_string();
+        assert!(err.contains("budget.tail_ratio") && err.contains("more than 1.0"), "{err}");
     }
 
     #[test]

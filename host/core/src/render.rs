@@ -48,70 +48,20 @@ pub fn merge(core: Vec<Section>, contributed: &[Section], layout: &ModeLayout) -
     let mut added = Vec::new();
     for section in applicable {
         if section.slot.placement() != Placement::At {
-            // Section ids are unique in a prompt: a section that merely takes
-            // a core section's id (instead of replacing it) would make the
-            // report name two sections alike and pass for a replacement.
-            if core_spec(&section.id).is_some() {
-                diagnostics.push(Diagnostic::warn(
-                    "section_id_taken",
-                    format!(
-                        "{} added a section with the core id {}, which only a replacement may use; it was left out \
-                         (to replace the core section, use replace({}); otherwise pick another id)",
-                        section.source, section.id, section.id
-                    ),
-                ));
-                continue;
+            match taken_core_id(section) {
+                Some(refusal) => diagnostics.push(refusal),
+                None => added.push(section.clone()),
             }
-            added.push(section.clone());
             continue;
         }
         let target = section.slot.anchor_id();
-        if core_spec(target).is_some_and(|spec| spec.protected) {
-            diagnostics.push(Diagnostic::warn(
-                "replace_refused",
-                format!(
-                    "{} asked to replace the protected section {target}; its section {} was left out",
-                    section.source, section.id
-                ),
-            ));
-            continue;
-        }
-        let Some(placed) = layout.placed(target) else {
-            // Not in this mode: the replacement goes with the section. Not
-            // in the layout at all: say so, or its text vanishes unexplained.
-            if !layout.lists(target) {
-                diagnostics.push(Diagnostic::warn(
-                    "replace_unplaced",
-                    format!(
-                        "{} replaces {target}, which this layout does not have; its section {} was left out \
-                         (add {target} to [layout] to place it)",
-                        section.source, section.id
-                    ),
-                ));
+        let zone = match replacement_zone(section, layout, &replaced) {
+            Ok(zone) => zone,
+            Err(refusal) => {
+                diagnostics.extend(refusal);
+                continue;
             }
-            continue;
         };
-        if section.zone == Zone::Dynamic && placed.zone == Zone::Stable {
-            diagnostics.push(Diagnostic::warn(
-                "replace_refused",
-                format!(
-                    "{} replaced {target} with per-turn text, but this layout puts {target} above the cache \
-                     boundary; its section {} was left out (replace it from the stable hook)",
-                    section.source, section.id
-                ),
-            ));
-            continue;
-        }
-        if let Some((_, winner)) = replaced.iter().find(|(t, _)| *t == target) {
-            diagnostics.push(Diagnostic::warn(
-                "replace_conflict",
-                format!(
-                    "section {target} is replaced by {} (section {}); the replacement from {} (section {}) was ignored",
-                    winner.source, winner.id, section.source, section.id
-                ),
-            ));
-            continue;
-        }
         out.retain(|s| !(s.source == crate::section::Source::Core && s.id == target));
         diagnostics.push(Diagnostic::info(
             "section_replaced",
@@ -119,12 +69,85 @@ pub fn merge(core: Vec<Section>, contributed: &[Section], layout: &ModeLayout) -
         ));
         replaced.push((target, section));
         let mut section = section.clone();
-        section.zone = placed.zone;
+        section.zone = zone;
         added.push(section);
     }
     out.extend(added);
     order_in(&mut out, layout);
     (out, diagnostics)
+}
+
+/// The warning for an added (not replacing) section that takes a core
+/// section's id; `None` when its id is its own. Section ids are unique in a
+/// prompt: a section that merely takes a core section's id (instead of
+/// replacing it) would make the report name two sections alike and pass for
+/// a replacement.
+fn taken_core_id(section: &Section) -> Option<Diagnostic> {
+    core_spec(&section.id)?;
+    Some(Diagnostic::warn(
+        "section_id_taken",
+        format!(
+            "{} added a section with the core id {}, which only a replacement may use; it was left out \
+             (to replace the core section, use replace({}); otherwise pick another id)",
+            section.source, section.id, section.id
+        ),
+    ))
+}
+
+/// The zone a replacement takes (its target's under `layout`), or why it
+/// is left out: its target is protected, not in this layout (`Some`
+/// warning) or not in this mode (`None`: it goes with its section), above
+/// the boundary while it is per-turn text, or already replaced (`replaced`:
+/// the targets taken so far, with their winners).
+fn replacement_zone(
+    section: &Section,
+    layout: &ModeLayout,
+    replaced: &[(&'static str, &Section)],
+) -> Result<Zone, Option<Diagnostic>> {
+    let target = section.slot.anchor_id();
+    if core_spec(target).is_some_and(|spec| spec.protected) {
+        return Err(Some(Diagnostic::warn(
+            "replace_refused",
+            format!(
+                "{} asked to replace the protected section {target}; its section {} was left out",
+                section.source, section.id
+            ),
+        )));
+    }
+    let Some(placed) = layout.placed(target) else {
+        // Not in this mode: the replacement goes with the section. Not
+        // in the layout at all: say so, or its text vanishes unexplained.
+        return Err((!layout.lists(target)).then(|| {
+            Diagnostic::warn(
+                "replace_unplaced",
+                format!(
+                    "{} replaces {target}, which this layout does not have; its section {} was left out \
+                     (add {target} to [layout] to place it)",
+                    section.source, section.id
+                ),
+            )
+        }));
+    };
+    if section.zone == Zone::Dynamic && placed.zone == Zone::Stable {
+        return Err(Some(Diagnostic::warn(
+            "replace_refused",
+            format!(
+                "{} replaced {target} with per-turn text, but this layout puts {target} above the cache \
+                 boundary; its section {} was left out (replace it from the stable hook)",
+                section.source, section.id
+            ),
+        )));
+    }
+    if let Some((_, winner)) = replaced.iter().find(|(t, _)| *t == target) {
+        return Err(Some(Diagnostic::warn(
+            "replace_conflict",
+            format!(
+                "section {target} is replaced by {} (section {}); the replacement from {} (section {}) was ignored",
+                winner.source, winner.id, section.source, section.id
+            ),
+        )));
+    }
+    Ok(placed.zone)
 }
 
 /// The core ids the `contributed` sections replace in `layout`'s mode (as

@@ -19,6 +19,7 @@
 //! Location: see [`proem_core::cache_dir`] (`PROEM_CACHE_DIR=""` disables it).
 
 use proem_core::cache_dir::CacheDir;
+use proem_core::plugin::call::PluginError;
 use proem_core::plugin::runtime::Origin;
 use sha2::{Digest, Sha256};
 use std::hash::{Hash, Hasher};
@@ -64,14 +65,19 @@ pub fn entry_path(dir: &Path, engine: &Engine, wasm: &[u8]) -> PathBuf {
 }
 
 /// Loads `wasm` from the cache or compiles it (and caches the result).
-pub fn load_or_compile(engine: &Engine, wasm: &[u8], dir: Option<&CacheDir>) -> Result<(Component, Origin), String> {
+pub fn load_or_compile(
+    engine: &Engine,
+    wasm: &[u8],
+    dir: Option<&CacheDir>,
+) -> Result<(Component, Origin), PluginError> {
     let key = dir.map(|_| EntryKey::new(engine, wasm));
     if let (Some(dir), Some(key)) = (dir, &key) {
         if let Some(component) = read_entry(engine, dir, key) {
             return Ok((component, Origin::Cached));
         }
     }
-    let component = Component::new(engine, wasm).map_err(|e| format!("cannot compile: {}", error_chain(&e)))?;
+    let component = Component::new(engine, wasm)
+        .map_err(|e| PluginError::Compile(format!("cannot compile: {}", error_chain(&e))))?;
     tracing::debug!(wasm_bytes = wasm.len(), "compiled a component");
     if let (Some(dir), Some(key)) = (dir, &key) {
         if let Err(e) = write_entry(&component, dir, key) {

@@ -9,6 +9,7 @@
 
 use crate::sandbox::State;
 use crate::wit;
+use proem_core::plugin::call::PluginError;
 use std::future::Future;
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -103,15 +104,21 @@ pub struct PluginEngine {
     pub(crate) slots: tokio::sync::Semaphore,
 }
 
-static ENGINE: OnceLock<Result<PluginEngine, String>> = OnceLock::new();
+static ENGINE: OnceLock<Result<PluginEngine, PluginError>> = OnceLock::new();
 
 /// The process's plugin engine, created on first use.
-pub fn get() -> Result<&'static PluginEngine, String> {
+pub fn get() -> Result<&'static PluginEngine, PluginError> {
     ENGINE.get_or_init(PluginEngine::new).as_ref().map_err(Clone::clone)
 }
 
 impl PluginEngine {
-    fn new() -> Result<PluginEngine, String> {
+    /// The engine, or why it cannot start (a host-side failure: every
+    /// call gets it).
+    fn new() -> Result<PluginEngine, PluginError> {
+        PluginEngine::start().map_err(PluginError::Host)
+    }
+
+    fn start() -> Result<PluginEngine, String> {
         tracing::debug!("starting the wasm engine");
         let mut config = Config::new();
         config.wasm_component_model(true).epoch_interruption(true).parallel_compilation(true);

@@ -7,7 +7,7 @@ use crate::engine;
 use crate::wit::{ApiVersion, Bindings};
 use proem_core::cache_dir::CacheDir;
 use proem_core::plugin::answers::executable_identity;
-use proem_core::plugin::call::{CallLimits, Outcome, Request};
+use proem_core::plugin::call::{CallLimits, Outcome, PluginError, Request};
 use proem_core::plugin::runtime::{LinkResult, Linked, PendingCall, Runtime};
 use proem_core::plugin::sandbox::Sandbox;
 use std::sync::{Arc, OnceLock};
@@ -33,8 +33,8 @@ impl Runtime for Wasmtime {
         crate::builtin::get(id)
     }
 
-    fn check(&self, wasm: &[u8]) -> Result<String, String> {
-        crate::binary::check(wasm)
+    fn check(&self, wasm: &[u8]) -> Result<String, PluginError> {
+        crate::binary::check(wasm).map_err(PluginError::Refused)
     }
 
     fn config_schema(&self, wasm: &[u8]) -> Result<Option<Vec<u8>>, String> {
@@ -44,11 +44,13 @@ impl Runtime for Wasmtime {
     fn link(&self, wasm: &[u8], api: &str, cache_dir: Option<&CacheDir>) -> LinkResult {
         let engine = engine::get()?;
         let (component, origin) = cache::load_or_compile(&engine.engine, wasm, cache_dir)?;
-        let cannot_link = |e: wasmtime::Error| crate::binary::link_error(&cache::error_chain(&e));
+        let cannot_link = |e: wasmtime::Error| PluginError::Link(crate::binary::link_error(&cache::error_chain(&e)));
         let stubbed = crate::stubs::linker_for(&engine.engine, &engine.linker, &component).map_err(cannot_link)?;
         let pre = stubbed.as_ref().unwrap_or(&engine.linker).instantiate_pre(&component).map_err(cannot_link)?;
-        let mismatch = |e: wasmtime::Error| format!("does not match API {api}: {}", cache::error_chain(&e));
-        let version = ApiVersion::parse(api).ok_or_else(|| format!("API {api} has no bindings in this proem"))?;
+        let mismatch =
+            |e: wasmtime::Error| PluginError::Link(format!("does not match API {api}: {}", cache::error_chain(&e)));
+        let version = ApiVersion::parse(api)
+            .ok_or_else(|| PluginError::Refused(format!("API {api} has no bindings in this proem")))?;
         let bindings = version.bind(pre).map_err(mismatch)?;
         Ok((Arc::new(bindings), origin))
     }
@@ -56,7 +58,7 @@ impl Runtime for Wasmtime {
     fn run(&self, calls: Vec<PendingCall>, meanwhile: &mut dyn FnMut()) -> Vec<Outcome> {
         let engine = match engine::get() {
             Ok(engine) => engine,
-            Err(e) => return calls.iter().map(|_| Outcome::host_failure(e.clone())).collect(),
+            Err(e) => return calls.iter().map(|_| Outcome::failure(e.clone())).collect(),
         };
         engine
             .run_all(calls, meanwhile)
@@ -74,8 +76,34 @@ impl Linked for Bindings {
         Box::pin(async move {
             match engine::get() {
                 Ok(engine) => crate::call::call(engine, bindings, sandbox, limits, request).await,
-                Err(e) => Outcome::host_failure(e),
+                Err(e) => Outcome::failure(e),
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proem_core::report::PluginStatus;
+
+    /// Each way a binary fails before any call is its own kind: refused
+    /// by the check, not compiled, not linked. All are the host's `failed`.
+    #[test]
+    fn a_binary_that_cannot_run_says_which_step_refused_it() {
+        let refused = WASMTIME.check(b"not wasm").unwrap_err();
+        assert!(matches!(&refused, PluginError::Refused(_)), "{refused:?}");
+        let compile = WASMTIME.link(b"\0asm\x0d\0\x01\0not a component", "0.2.0", None).err().unwrap();
+        assert!(matches!(&compile, PluginError::Compile(m) if m.starts_with("cannot compile: ")), "{compile:?}");
+        let lacking = wat::parse_str(r#"(component (import "nope" (func)))"#).unwrap();
+        let link = WASMTIME.link(&lacking, "0.2.0", None).err().unwrap();
+        assert!(
+            matches!(&link, PluginError::Link(m) if m.starts_with("cannot link") && m.contains("nope")),
+            "{link:?}"
+        );
+        for error in [&refused, &compile, &link] {
+            assert_eq!((error.status(), error.code()), (PluginStatus::Failed, "plugin_failed"), "{error:?}");
+            assert!(!error.to_string().is_empty());
+        }
     }
 }

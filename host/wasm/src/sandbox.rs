@@ -4,6 +4,7 @@
 
 pub use crate::clock::CallClock;
 use crate::workspace_fs::{FsView, Workspace};
+use proem_core::plugin::call::PluginError;
 use proem_core::plugin::sandbox::{
     seed, LogLine, Sandbox, COUNT_TOKENS_COST_PER_KIB, COUNT_TOKENS_MAX_BYTES, MAX_INSTANCES, MAX_LOG_LINES,
     MAX_MEMORIES, MAX_TABLES, RANDOM_CALL_COST, RANDOM_COST_PER_KIB, RANDOM_MAX_BYTES, STDERR_CAPTURE_BYTES,
@@ -98,7 +99,7 @@ impl WasiView for State {
 }
 
 /// A fresh store state for one call in `sandbox`.
-pub fn state(sandbox: &Sandbox) -> Result<State, String> {
+pub fn state(sandbox: &Sandbox) -> Result<State, PluginError> {
     let stderr = MemoryOutputPipe::new(STDERR_CAPTURE_BYTES);
     let seed = seed(&sandbox.plugin);
     let mut b = WasiCtxBuilder::new();
@@ -117,7 +118,7 @@ pub fn state(sandbox: &Sandbox) -> Result<State, String> {
     // not a wasmtime-wasi preopen.
     let workspace = if sandbox.grants.workspace_read {
         Workspace::mount(&sandbox.agent_dir, sandbox.view)
-            .map_err(|e| format!("cannot mount {} read-only: {e}", sandbox.agent_dir.display()))?
+            .map_err(|e| PluginError::Host(format!("cannot mount {} read-only: {e}", sandbox.agent_dir.display())))?
     } else {
         Workspace::none()
     };

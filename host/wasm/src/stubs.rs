@@ -42,6 +42,19 @@ pub const POLICY_DENIED: &[(&str, &str)] = &[
     ("wasi:cli/stdin", "empty"),
 ];
 
+/// The error a denied stub's call ends with: its text names the import and
+/// says [`DENIED`]; its type is how the call is told apart from other traps.
+#[derive(Debug)]
+pub struct DeniedStub(pub String);
+
+impl std::fmt::Display for DeniedStub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for DeniedStub {}
+
 /// What every stubbed function's trap says (after the import's name).
 pub const DENIED: &str = "is a denied stub in proem's sandbox (plugins have no network)";
 
@@ -96,7 +109,7 @@ pub fn linker_for(
                 }
                 ComponentItem::ComponentFunc(_) => {
                     let message = format!("{name}#{export} {DENIED}");
-                    stubs.func_new(export, move |_, _, _, _| Err(wasmtime::Error::msg(message.clone())))?;
+                    stubs.func_new(export, move |_, _, _, _| Err(wasmtime::Error::new(DeniedStub(message.clone()))))?;
                 }
                 _ => {}
             }

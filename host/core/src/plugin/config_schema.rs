@@ -98,6 +98,18 @@ impl Type {
         })
     }
 
+    /// The `type` keyword at `at`: one type name or a list of them.
+    fn list(types: &Value, at: &str) -> Result<Vec<Type>, String> {
+        let names: Vec<&Value> = match types {
+            Value::Array(list) => list.iter().collect(),
+            one => vec![one],
+        };
+        let parsed: Option<Vec<Type>> = names.iter().map(|n| n.as_str().and_then(Type::parse)).collect();
+        parsed.ok_or_else(|| {
+            format!("{at}/type: a type name (object, array, string, integer, number, boolean, null) or a list of them")
+        })
+    }
+
     fn of(value: &Value) -> &'static str {
         match value {
             Value::Object(_) => "an object",
@@ -150,25 +162,10 @@ impl Schema {
         Schema::of(&value, "", 0, &mut nodes)
     }
 
+    /// The schema at `at` (a JSON pointer), `depth` schemas down; `nodes`
+    /// counts the schemas read so far.
     fn of(value: &Value, at: &str, depth: usize, nodes: &mut usize) -> Result<Schema, String> {
-        let here = if at.is_empty() { "/" } else { at };
-        if depth >= MAX_DEPTH {
-            return Err(format!("{here}: nested deeper than {MAX_DEPTH} schemas"));
-        }
-        *nodes += 1;
-        if *nodes > MAX_NODES {
-            return Err(format!("{here}: more than {MAX_NODES} schemas in all"));
-        }
-        let object = value.as_object().ok_or_else(|| format!("{here}: a schema is a JSON object"))?;
-        for key in object.keys() {
-            if !KEYWORDS.contains(&key.as_str()) && !ANNOTATIONS.contains(&key.as_str()) {
-                return Err(format!(
-                    "{here}: `{}` is not supported by proem (supported: {})",
-                    crate::plugin::hooks::label(key, 60),
-                    KEYWORDS.join(", ")
-                ));
-            }
-        }
+        let object = Schema::enter(value, at, depth, nodes)?;
         let child = |key: &str, value: &Value, nodes: &mut usize| {
             Schema::of(value, &format!("{at}/{}", pointer_escape(key)), depth + 1, nodes)
         };
@@ -186,18 +183,7 @@ impl Schema {
             min_items: None,
             max_items: None,
         };
-        if let Some(types) = object.get("type") {
-            let names: Vec<&Value> = match types {
-                Value::Array(list) => list.iter().collect(),
-                one => vec![one],
-            };
-            let parsed: Option<Vec<Type>> = names.iter().map(|n| n.as_str().and_then(Type::parse)).collect();
-            schema.types = Some(parsed.ok_or_else(|| {
-                format!(
-                    "{at}/type: a type name (object, array, string, integer, number, boolean, null) or a list of them"
-                )
-            })?);
-        }
+        schema.types = object.get("type").map(|types| Type::list(types, at)).transpose()?;
         if let Some(properties) = object.get("properties") {
             let properties = properties.as_object().ok_or_else(|| format!("{at}/properties: an object of schemas"))?;
             for (name, value) in properties {
@@ -225,19 +211,56 @@ impl Schema {
         if let Some(only) = object.get("const") {
             schema.allowed = Some(vec![only.clone()]);
         }
+        schema.read_bounds(object, at)?;
+        Ok(schema)
+    }
+
+    /// Counts the schema at `at` against [`MAX_DEPTH`] and [`MAX_NODES`]
+    /// and returns its object, whose keys are all known keywords or
+    /// annotations.
+    fn enter<'v>(
+        value: &'v Value,
+        at: &str,
+        depth: usize,
+        nodes: &mut usize,
+    ) -> Result<&'v serde_json::Map<String, Value>, String> {
+        let here = if at.is_empty() { "/" } else { at };
+        if depth >= MAX_DEPTH {
+            return Err(format!("{here}: nested deeper than {MAX_DEPTH} schemas"));
+        }
+        *nodes += 1;
+        if *nodes > MAX_NODES {
+            return Err(format!("{here}: more than {MAX_NODES} schemas in all"));
+        }
+        let object = value.as_object().ok_or_else(|| format!("{here}: a schema is a JSON object"))?;
+        for key in object.keys() {
+            if !KEYWORDS.contains(&key.as_str()) && !ANNOTATIONS.contains(&key.as_str()) {
+                return Err(format!(
+                    "{here}: `{}` is not supported by proem (supported: {})",
+                    crate::plugin::hooks::label(key, 60),
+                    KEYWORDS.join(", ")
+                ));
+            }
+        }
+        Ok(object)
+    }
+
+    /// Reads the numeric bounds (`minimum`, `maximum`, `minLength`,
+    /// `maxLength`, `minItems`, `maxItems`) of the schema `object` at `at`.
+    fn read_bounds(&mut self, object: &serde_json::Map<String, Value>, at: &str) -> Result<(), String> {
         let number = |key: &str| -> Result<Option<f64>, String> {
             object.get(key).map(|v| v.as_f64().ok_or_else(|| format!("{at}/{key}: a number"))).transpose()
         };
         let count = |key: &str| -> Result<Option<u64>, String> {
             object.get(key).map(|v| v.as_u64().ok_or_else(|| format!("{at}/{key}: a whole number"))).transpose()
         };
-        schema.minimum = number("minimum")?;
-        schema.maximum = number("maximum")?;
-        schema.min_length = count("minLength")?;
-        schema.max_length = count("maxLength")?;
-        schema.min_items = count("minItems")?;
-        schema.max_items = count("maxItems")?;
-        Ok(schema)
+        self.minimum = number("minimum")?;
+        self.maximum = number("maximum")?;
+        self.min_length = count("minLength")?;
+        self.max_length = count("maxLength")?;
+        self.min_items = count("minItems")?;
+        self.max_items = count("maxItems")?;
+        Ok(())
     }
 
     /// Checks `value` (a config as JSON); each problem names where in the

@@ -18,7 +18,7 @@
 
 use crate::cache_dir::CacheDir;
 use crate::plugin::answers::executable_identity;
-use crate::plugin::call::{CallLimits, Outcome, Request};
+use crate::plugin::call::{CallLimits, Outcome, PluginError, Request};
 use crate::plugin::sandbox::Sandbox;
 use std::future::Future;
 use std::path::Path;
@@ -39,7 +39,7 @@ pub type PendingCall = Pin<Box<dyn Future<Output = Outcome> + Send>>;
 
 /// What [`Runtime::link`] gives: the code and where its compiled form came
 /// from, or why it cannot run.
-pub type LinkResult = Result<(Arc<dyn Linked>, Origin), String>;
+pub type LinkResult = Result<(Arc<dyn Linked>, Origin), PluginError>;
 
 /// A plugin's code, compiled and linked by a runtime.
 pub trait Linked: Send + Sync {
@@ -65,7 +65,7 @@ pub trait Runtime: Sync {
     /// Checks a plugin binary before anything is compiled (a component, an
     /// API version this runtime speaks, only imports it provides) and gives
     /// the API version it was built for, or what is wrong with it.
-    fn check(&self, wasm: &[u8]) -> Result<String, String>;
+    fn check(&self, wasm: &[u8]) -> Result<String, PluginError>;
 
     /// The config schema a checked binary declares (its
     /// [`crate::plugin::config_schema::SECTION`] custom section), if any.
@@ -114,12 +114,12 @@ impl Runtime for AnswersOnly {
         None
     }
 
-    fn check(&self, _: &[u8]) -> Result<String, String> {
-        Err(NO_CODE.into())
+    fn check(&self, _: &[u8]) -> Result<String, PluginError> {
+        Err(PluginError::Host(NO_CODE.into()))
     }
 
     fn link(&self, _: &[u8], _: &str, _: Option<&CacheDir>) -> LinkResult {
-        Err(NO_CODE.into())
+        Err(PluginError::Host(NO_CODE.into()))
     }
 
     fn run(&self, calls: Vec<PendingCall>, _: &mut dyn FnMut()) -> Vec<Outcome> {

@@ -17,7 +17,7 @@ use crate::memo::KeyHasher;
 use crate::plugin::answers::{Answered, Answers, Described};
 use crate::plugin::binary::Wasm;
 pub use crate::plugin::binary::MAX_PLUGIN_BYTES;
-use crate::plugin::call::{CallLimits, Failure, Outcome, Request, Response};
+use crate::plugin::call::{CallLimits, Outcome, PluginError, Request, Response};
 use crate::plugin::config_schema::Schema;
 use crate::plugin::hooks::{self, BuildContext, Hook, OutputCaps, PluginInfo, RawFile};
 use crate::plugin::runtime::{LinkResult, Linked, PendingCall, Runtime};
@@ -88,10 +88,10 @@ struct Code {
 impl Code {
     fn linked(&self) -> Result<&Arc<dyn Linked>, String> {
         let linked = self.linked.get_or_init(|| {
-            let bytes = self.wasm.bytes()?;
+            let bytes = self.wasm.bytes().map_err(PluginError::Host)?;
             self.runtime.link(&bytes, &self.api, self.cache_dir.as_deref())
         });
-        linked.as_ref().map(|(l, _)| l).map_err(Clone::clone)
+        linked.as_ref().map(|(l, _)| l).map_err(ToString::to_string)
     }
 }
 
@@ -240,7 +240,13 @@ impl BuildRun {
     /// Records one call's outcome: `ran` is its time when the plugin ran,
     /// `None` when its answer was remembered (a plugin is remembered in
     /// this build only when every one of its calls was).
-    fn record(&mut self, plugin: &LoadedPlugin, logs: &[LogLine], ran: Option<Duration>, failure: Option<&Failure>) {
+    fn record(
+        &mut self,
+        plugin: &LoadedPlugin,
+        logs: &[LogLine],
+        ran: Option<Duration>,
+        failure: Option<&PluginError>,
+    ) {
         let report = self
             .reports
             .entry(plugin.id.clone())
@@ -271,7 +277,7 @@ impl BuildRun {
         &mut self,
         plugin: &LoadedPlugin,
         hook: Hook,
-        failure: &Failure,
+        failure: &PluginError,
         what_happens: &str,
     ) -> Result<(), ProemError> {
         let message = format!("plugin {} ({hook}) {}", plugin.id, failure.describe());
@@ -503,8 +509,8 @@ impl PluginSet {
         let checked = match result {
             Ok(Response::Bootstrap(out)) => hooks::validate_files(out, plugin.caps)
                 .and_then(|out| files_of_half(out, sees, ready.splits_zones()))
-                .map_err(|e| Failure::Host(format!("returned invalid files: {e}"))),
-            Ok(_) => Err(Failure::Host("answered with the wrong hook".into())),
+                .map_err(|why| PluginError::BadOutput { files: true, why }),
+            Ok(_) => Err(PluginError::WrongHook { files: true }),
             Err(f) => Err(f),
         };
         run.record(plugin, &logs, ran.then_some(elapsed), checked.as_ref().err());
@@ -556,31 +562,7 @@ impl PluginSet {
         });
         for plugin in &self.plugins {
             let Ok(ready) = &plugin.state else { continue };
-            let info = &ready.info;
-            let sections = |c, _| Request::Sections(c);
-            let overlay = |c, _| Request::Overlay(c);
-            let hooks = [
-                SectionHook::of_0_1(info.sections, Hook::Sections, Zone::Stable, sections),
-                SectionHook::of_0_1(info.sections, Hook::Sections, Zone::Dynamic, sections),
-                SectionHook::of_0_1(info.overlay, Hook::Overlay, Zone::Stable, overlay),
-                SectionHook::of_0_1(info.overlay, Hook::Overlay, Zone::Dynamic, overlay),
-                SectionHook {
-                    declared: info.stable,
-                    hook: Hook::Stable,
-                    zone: Zone::Stable,
-                    files: Some(&stable_files),
-                    files_hash: files_hashes.map(|h| h.0),
-                    request: Request::Stable,
-                },
-                SectionHook {
-                    declared: info.turn,
-                    hook: Hook::Turn,
-                    zone: Zone::Dynamic,
-                    files: Some(&turn_files),
-                    files_hash: files_hashes.map(|h| h.1),
-                    request: Request::Turn,
-                },
-            ];
+            let hooks = SectionHook::all(&ready.info, (&stable_files, &turn_files), files_hashes);
             for SectionHook { hook, zone, files: seen, files_hash, request, .. } in
                 hooks.into_iter().filter(|h| h.declared)
             {
@@ -612,32 +594,8 @@ impl PluginSet {
         let mut sections = Vec::new();
         for ((plugin, hook, zone), outcome) in jobs.into_iter().zip(outcomes.into_iter().flatten()) {
             let (Outcome { result, logs, elapsed }, ran) = outcome;
-            let invalid = |why: String| Failure::Host(format!("returned invalid output: {why}"));
             let mut notes = Vec::new();
-            let checked = match result {
-                Ok(Response::Sections(raw)) => {
-                    hooks::validate_sections(&plugin.id, raw, plugin.caps, &mut notes).map_err(invalid)
-                }
-                Ok(Response::Overlay(None)) => Ok(Vec::new()),
-                Ok(Response::Overlay(Some(raw))) => {
-                    hooks::validate_overlay(&plugin.id, raw, plugin.caps, &mut notes).map_err(invalid)
-                }
-                Ok(Response::Contribution(raw, ends)) => {
-                    hooks::validate_contribution(&plugin.id, zone, raw, ends, plugin.caps, counter, &mut notes)
-                        .map(|(sections, capped)| {
-                            run.capped.extend(capped);
-                            sections
-                        })
-                        .map_err(invalid)
-                }
-                Ok(_) => Err(invalid("answered with the wrong hook".into())),
-                Err(f) => Err(f),
-            };
-            // Each half of a 0.1 hook keeps the sections of its zone.
-            let checked = checked.map(|mut good| {
-                good.retain(|s| s.zone == zone);
-                good
-            });
+            let checked = sections_of(plugin, zone, result, counter, run, &mut notes);
             run.record(plugin, &logs, ran.then_some(elapsed), checked.as_ref().err());
             run.note(notes);
             match checked {
@@ -945,11 +903,82 @@ struct SectionHook<'a> {
     request: MakeRequest,
 }
 
-impl SectionHook<'_> {
+impl<'a> SectionHook<'a> {
     /// One half of a 0.1 hook (it sees no files).
     fn of_0_1(declared: bool, hook: Hook, zone: crate::section::Zone, request: MakeRequest) -> Self {
         SectionHook { declared, hook, zone, files: None, files_hash: None, request }
     }
+
+    /// Every section hook of any API version, in calling order, each
+    /// marked with whether `info` declares it: the halves of 0.1's
+    /// `sections` and `overlay`, then 0.2's `stable` (seeing the stable
+    /// files of `files`) and `turn` (seeing the per-turn ones).
+    /// `files_hashes`: the two lists' hashes when the memo is on.
+    fn all(
+        info: &PluginInfo,
+        files: (&'a [&'a BootstrapFile], &'a [&'a BootstrapFile]),
+        files_hashes: Option<(u128, u128)>,
+    ) -> [SectionHook<'a>; 6] {
+        use crate::section::Zone;
+        let sections = |c, _| Request::Sections(c);
+        let overlay = |c, _| Request::Overlay(c);
+        [
+            SectionHook::of_0_1(info.sections, Hook::Sections, Zone::Stable, sections),
+            SectionHook::of_0_1(info.sections, Hook::Sections, Zone::Dynamic, sections),
+            SectionHook::of_0_1(info.overlay, Hook::Overlay, Zone::Stable, overlay),
+            SectionHook::of_0_1(info.overlay, Hook::Overlay, Zone::Dynamic, overlay),
+            SectionHook {
+                declared: info.stable,
+                hook: Hook::Stable,
+                zone: Zone::Stable,
+                files: Some(files.0),
+                files_hash: files_hashes.map(|h| h.0),
+                request: Request::Stable,
+            },
+            SectionHook {
+                declared: info.turn,
+                hook: Hook::Turn,
+                zone: Zone::Dynamic,
+                files: Some(files.1),
+                files_hash: files_hashes.map(|h| h.1),
+                request: Request::Turn,
+            },
+        ]
+    }
+}
+
+/// The sections of one section hook's answer, validated against the
+/// plugin's caps (`notes`: what validation warns about), those of `zone`
+/// only (each half of a 0.1 hook keeps the sections of its zone); sections
+/// cut to their cap are recorded in `run`. An invalid answer is a failure.
+fn sections_of(
+    plugin: &LoadedPlugin,
+    zone: crate::section::Zone,
+    result: Result<Response, PluginError>,
+    counter: &crate::tokens::TokenCounter,
+    run: &mut BuildRun,
+    notes: &mut Vec<Diagnostic>,
+) -> Result<Vec<Section>, PluginError> {
+    let invalid = |why: String| PluginError::BadOutput { files: false, why };
+    let mut good = match result {
+        Ok(Response::Sections(raw)) => hooks::validate_sections(&plugin.id, raw, plugin.caps, notes).map_err(invalid),
+        Ok(Response::Overlay(None)) => Ok(Vec::new()),
+        Ok(Response::Overlay(Some(raw))) => {
+            hooks::validate_overlay(&plugin.id, raw, plugin.caps, notes).map_err(invalid)
+        }
+        Ok(Response::Contribution(raw, ends)) => {
+            hooks::validate_contribution(&plugin.id, zone, raw, ends, plugin.caps, counter, notes)
+                .map(|(sections, capped)| {
+                    run.capped.extend(capped);
+                    sections
+                })
+                .map_err(invalid)
+        }
+        Ok(_) => Err(PluginError::WrongHook { files: false }),
+        Err(f) => Err(f),
+    }?;
+    good.retain(|s| s.zone == zone);
+    Ok(good)
 }
 
 /// A hook's name in memo keys: a 0.1 hook's halves are two calls.
@@ -1321,7 +1350,7 @@ fn open(
     runtime: &'static dyn Runtime,
 ) -> Result<Ready, String> {
     let bytes = wasm.bytes()?;
-    let api = runtime.check(&bytes)?;
+    let api = runtime.check(&bytes).map_err(|e| e.to_string())?;
     let config_schema = match runtime.config_schema(&bytes)? {
         Some(section) => {
             let schema = Schema::parse(&section).map_err(|why| {
@@ -1332,7 +1361,7 @@ fn open(
         None => None,
     };
     let code = code(api.clone(), wasm, cache_dir, runtime);
-    let _ = code.linked.set(Ok(runtime.link(&bytes, &api, cache_dir.map(|d| &**d))?));
+    let _ = code.linked.set(Ok(runtime.link(&bytes, &api, cache_dir.map(|d| &**d)).map_err(|e| e.to_string())?));
     let outcome = runtime.run(vec![describe(&code, agent_dir)], &mut || {}).remove(0);
     let info = match outcome.result {
         Ok(Response::Info(info)) => info,
