@@ -29,6 +29,7 @@ mod input_rules;
 mod oci;
 mod operator;
 mod plugin_api_v0_2;
+mod plugin_dev;
 mod plugins;
 mod preset_layouts;
 mod prompt_properties;
