@@ -10,6 +10,7 @@ mod arithmetic;
 mod authoring;
 mod budget;
 mod cache_boundary;
+mod cache_entry;
 mod cache_profiles;
 mod caching;
 mod cli;
