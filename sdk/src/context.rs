@@ -118,6 +118,24 @@ impl TurnTime {
         self.rfc3339.get(11..16).unwrap_or("")
     }
 
+    /// The turn's local date and time of day as numbers, in its own zone
+    /// (computed from `unix_seconds` and `utc_offset_seconds`, so they
+    /// agree with [`TurnTime::local_date`] for a time proem made).
+    pub fn local(&self) -> LocalTime {
+        let local = local_seconds(self.unix_seconds, self.utc_offset_seconds);
+        let (days, secs) = (local.div_euclid(86_400), local.rem_euclid(86_400));
+        let (year, month, day) = civil_from_days(days);
+        // 1970-01-01 was a Thursday (3 days after a Monday).
+        let weekday = Weekday::ALL[(days + 3).rem_euclid(7) as usize];
+        let (hour, minute, second) = ((secs / 3600) as u32, (secs % 3600 / 60) as u32, (secs % 60) as u32);
+        LocalTime { year, month, day, weekday, hour, minute, second }
+    }
+
+    /// The turn's local day of the week.
+    pub fn weekday(&self) -> Weekday {
+        self.local().weekday
+    }
+
     /// Builds a time from UTC seconds and an offset (what a test needs).
     pub fn at(unix_seconds: i64, utc_offset_seconds: i32, timezone: &str) -> TurnTime {
         let local = unix_seconds + i64::from(utc_offset_seconds);
@@ -132,6 +150,81 @@ impl TurnTime {
             unix_seconds,
             utc_offset_seconds,
         }
+    }
+}
+
+/// The most seconds from 1970 a local time is computed for (about 300,000
+/// years either way): a turn's time past it is taken as the bound, so no
+/// arithmetic below can overflow.
+const MAX_LOCAL_SECONDS: i64 = 10_000_000_000_000;
+
+fn local_seconds(unix_seconds: i64, utc_offset_seconds: i32) -> i64 {
+    unix_seconds.saturating_add(i64::from(utc_offset_seconds)).clamp(-MAX_LOCAL_SECONDS, MAX_LOCAL_SECONDS)
+}
+
+/// A turn's local date and time of day, in its own zone ([`TurnTime::local`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LocalTime {
+    /// The year (proleptic Gregorian).
+    pub year: i64,
+    /// 1-12.
+    pub month: u32,
+    /// 1-31.
+    pub day: u32,
+    /// The day of the week.
+    pub weekday: Weekday,
+    /// 0-23.
+    pub hour: u32,
+    /// 0-59.
+    pub minute: u32,
+    /// 0-59.
+    pub second: u32,
+}
+
+/// A day of the week.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Weekday {
+    /// Monday.
+    Monday,
+    /// Tuesday.
+    Tuesday,
+    /// Wednesday.
+    Wednesday,
+    /// Thursday.
+    Thursday,
+    /// Friday.
+    Friday,
+    /// Saturday.
+    Saturday,
+    /// Sunday.
+    Sunday,
+}
+
+impl Weekday {
+    /// Monday to Sunday (ISO 8601 order).
+    pub const ALL: [Weekday; 7] = [
+        Weekday::Monday,
+        Weekday::Tuesday,
+        Weekday::Wednesday,
+        Weekday::Thursday,
+        Weekday::Friday,
+        Weekday::Saturday,
+        Weekday::Sunday,
+    ];
+
+    /// Its English name, `Monday`.
+    pub fn name(self) -> &'static str {
+        ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"][self as usize]
+    }
+
+    /// ISO 8601's number: Monday 1 to Sunday 7.
+    pub fn number_from_monday(self) -> u32 {
+        self as u32 + 1
+    }
+
+    /// Saturday or Sunday.
+    pub fn is_weekend(self) -> bool {
+        matches!(self, Weekday::Saturday | Weekday::Sunday)
     }
 }
 
@@ -353,6 +446,60 @@ impl TurnContext {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// Zeller's congruence (a formula apart from the one `local` uses):
+    /// the weekday of a Gregorian date.
+    fn zeller(year: i64, month: u32, day: u32) -> Weekday {
+        let (y, m) = if month < 3 { (year - 1, i64::from(month) + 12) } else { (year, i64::from(month)) };
+        let (k, j) = (y.rem_euclid(100), y.div_euclid(100));
+        let h = (i64::from(day) + 13 * (m + 1) / 5 + k + k / 4 + j.div_euclid(4) + 5 * j).rem_euclid(7);
+        // h: 0 = Saturday, 1 = Sunday, 2 = Monday, ...
+        Weekday::ALL[(h + 5).rem_euclid(7) as usize]
+    }
+
+    proptest! {
+        /// For any instant and offset: the local parts are the local
+        /// date and time `at` writes in RFC 3339, the weekday is Zeller's
+        /// for that date, and a day later is the next weekday.
+        #[test]
+        fn local_parts_and_weekday_agree_with_the_date(
+            unix in -5_000_000_000_000i64..5_000_000_000_000,
+            offset in -50_400i32..=50_400,
+        ) {
+            let time = TurnTime::at(unix, offset, "Etc/Test");
+            let local = time.local();
+            let written = format!("{:04}-{:02}-{:02}", local.year, local.month, local.day);
+            if local.year >= 0 && local.year <= 9999 {
+                prop_assert_eq!(time.local_date(), written.as_str());
+                prop_assert_eq!(time.local_time(), format!("{:02}:{:02}", local.hour, local.minute));
+            }
+            prop_assert_eq!(local.weekday, zeller(local.year, local.month, local.day));
+            let next = TurnTime::at(unix + 86_400, offset, "Etc/Test").weekday();
+            prop_assert_eq!(next.number_from_monday(), local.weekday.number_from_monday() % 7 + 1);
+        }
+
+        /// Any i64 seconds and i32 offset: no overflow, parts in range.
+        #[test]
+        fn local_parts_never_overflow(unix in any::<i64>(), offset in any::<i32>()) {
+            let time = TurnTime { rfc3339: String::new(), timezone: String::new(), unix_seconds: unix, utc_offset_seconds: offset };
+            let local = time.local();
+            prop_assert!((1..=12).contains(&local.month) && (1..=31).contains(&local.day));
+            prop_assert!(local.hour < 24 && local.minute < 60 && local.second < 60);
+        }
+    }
+
+    #[test]
+    fn a_known_monday_in_berlin() {
+        // 2026-11-23T08:15:00+01:00, a Monday; 23:30 UTC on Sunday the
+        // 22nd is already Monday in Berlin.
+        let time = TurnTime::at(1_795_418_100, 3600, "Europe/Berlin");
+        assert_eq!(time.local_date(), "2026-11-23");
+        assert_eq!((time.weekday(), time.weekday().name()), (Weekday::Monday, "Monday"));
+        let late = TurnTime::at(1_795_390_200, 3600, "Europe/Berlin");
+        assert_eq!((late.local().day, late.weekday()), (23, Weekday::Monday));
+        assert!(!late.weekday().is_weekend());
+    }
 
     fn with_model(model: &str) -> AgentContext {
         AgentContext::builder().model("any", model).build()

@@ -51,7 +51,10 @@ mod output;
 mod wit_glue;
 pub mod workspace;
 
-pub use context::{AgentContext, Budget, Builder, ChatKind, File, Mode, Session, Skill, Tool, TurnContext, TurnTime};
+pub use context::{
+    AgentContext, Budget, Builder, ChatKind, File, LocalTime, Mode, Session, Skill, Tool, TurnContext, TurnTime,
+    Weekday,
+};
 pub use glob::{glob_match, matching_tools};
 pub use output::{Section, Slot, StableOutput, TurnOutput};
 /// The JSON library [`Session::config`] is in, so a plugin needs no

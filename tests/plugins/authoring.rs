@@ -281,15 +281,39 @@ fn settle() {
     std::thread::sleep(proem_core::plugin::binary::SETTLED + std::time::Duration::from_millis(200));
 }
 
+/// `wasm` with a custom section named `name` appended: other bytes, the
+/// same code, so a compiled-cache entry of a test's own.
+fn with_custom_section(wasm: &[u8], name: &str) -> Vec<u8> {
+    let leb = |mut n: usize, out: &mut Vec<u8>| loop {
+        let byte = (n & 0x7f) as u8;
+        n >>= 7;
+        out.push(if n == 0 { byte } else { byte | 0x80 });
+        if n == 0 {
+            break;
+        }
+    };
+    let mut body = Vec::new();
+    leb(name.len(), &mut body);
+    body.extend_from_slice(name.as_bytes());
+    let mut out = wasm.to_vec();
+    out.push(0);
+    leb(body.len(), &mut out);
+    out.extend_from_slice(&body);
+    out
+}
+
 /// A warm build (same turn, a new assembler as a new process would make,
 /// caches warm) of an agent with a plugin reads none of the plugin's bytes:
 /// its digest is found again by the file's stat, its answers by the
-/// digest. Its prompt is the cold build's.
+/// digest. Its prompt is the cold build's. A new turn, which needs the
+/// plugin's code, loads the compiled copy of that digest and reads no byte
+/// either (the first build after `plugin add` is one).
 #[test]
 fn a_warm_build_reads_no_byte_of_its_plugin() {
     plugin_env();
     let agent = tempfile::tempdir().unwrap();
-    pinned_agent(agent.path(), &guest_wasm("gpt5-overlay"));
+    let original = with_custom_section(&guest_wasm("gpt5-overlay"), "a_warm_build_reads_no_byte_of_its_plugin");
+    pinned_agent(agent.path(), &original);
     settle();
     let cold = proem::Assembler::open(agent.path(), None).unwrap();
     let first = cold.build(&turn()).unwrap();
@@ -299,19 +323,26 @@ fn a_warm_build_reads_no_byte_of_its_plugin() {
     let Ok(ready) = &warm.plugins().plugins()[0].state else { panic!("not loaded") };
     assert!(!ready.binary_was_read(), "the warm build read the plugin file");
     assert_eq!((first.stable, first.dynamic), (second.stable, second.dynamic));
-    // Bytes read later (a new turn needs the code) are those the build went
-    // by, or none: a file changed in place since is refused, never run.
-    let path = agent.path().join("plugins/hw.wasm");
-    let mut changed = guest_wasm("gpt5-overlay");
+    // A model never built before: the stable hook must run, from the
+    // compiled copy, with no byte of the file read.
+    let new_turn = proem::Turn { provider: Some("openai".into()), model: Some("gpt-5.1".into()), ..turn() };
+    let fresh = proem::Assembler::open(agent.path(), None).unwrap();
+    let third = fresh.build(&new_turn).unwrap();
+    assert_eq!(plugin_status(&third, "hw"), "ok");
+    let Ok(ready) = &fresh.plugins().plugins()[0].state else { panic!("not loaded") };
+    assert!(!ready.binary_was_read(), "a new turn read the plugin file although its compiled copy was at hand");
+    // The file changed in place since: what runs is still the code the
+    // build went by (its compiled copy, bound to the pinned digest), never
+    // the new bytes; a new load takes the new digest, which the pin refuses.
+    let mut changed = original.clone();
     let last = changed.len() - 1;
     changed[last] ^= 1;
-    std::fs::write(&path, &changed).unwrap();
-    // A model never built before: the stable hook must run.
-    let new_turn = proem::Turn { provider: Some("openai".into()), model: Some("gpt-5.1".into()), ..turn() };
-    let third = warm.build(&new_turn).unwrap();
-    assert_ne!(plugin_status(&third, "hw"), "ok");
-    let said = third.diagnostics.iter().map(|d| d.message.as_str()).collect::<Vec<_>>().join("\n");
-    assert!(said.contains("changed while proem ran"), "{said}");
+    std::fs::write(agent.path().join("plugins/hw.wasm"), &changed).unwrap();
+    let other_turn = proem::Turn { provider: Some("openai".into()), model: Some("gpt-4o".into()), ..turn() };
+    let (fourth, expected) = (warm.build(&other_turn).unwrap(), cold.build(&other_turn).unwrap());
+    assert_eq!((fourth.stable, fourth.dynamic), (expected.stable, expected.dynamic));
+    let reopened = proem::Assembler::open(agent.path(), None).map(|_| ()).unwrap_err().to_string();
+    assert!(reopened.contains("but proem.toml pins"), "{reopened}");
 }
 
 /// The digest kept by stat never stands for other bytes: whatever write

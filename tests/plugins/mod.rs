@@ -7,5 +7,6 @@ mod compat_v0_1;
 mod example_copy;
 mod oci;
 mod plugin_api_v0_2;
+mod plugin_dev;
 mod plugins;
 mod wit_package;

@@ -3,6 +3,7 @@
 //! every edge, the fuzz corpora, and `proem serve` against hostile clients.
 
 mod arithmetic;
+mod cache_entry;
 mod containment;
 mod fuzz_corpus;
 mod hardening;

@@ -38,15 +38,22 @@ fn short(digest: &Option<String>) -> &str {
 pub fn run(before: &Path, after: &Path) -> Result<String, ProemError> {
     let a = read(before, "BEFORE")?;
     let b = read(after, "AFTER")?;
-    let Some((cause, changes)) = diff(&a.stable_hash, &a.stable_inputs, &b.stable_hash, &b.stable_inputs) else {
-        return Ok(format!("stable hash unchanged ({})\n", short(&Some(a.stable_hash))));
+    Ok(stable_change((&a.stable_hash, &a.stable_inputs), (&b.stable_hash, &b.stable_inputs)))
+}
+
+/// What moved the stable hash from `before` to `after` (each a build's
+/// `stable_hash` and `stable_inputs`), as `proem diff` prints it; `proem
+/// plugin dev` prints it after each re-pin.
+pub fn stable_change(before: (&str, &[StableInput]), after: (&str, &[StableInput])) -> String {
+    let Some((cause, changes)) = diff(before.0, before.1, after.0, after.1) else {
+        return format!("stable hash unchanged ({})\n", short(&Some(before.0.to_string())));
     };
     let mut out = String::new();
     let _ = writeln!(
         out,
         "stable hash changed: {} -> {}\ncause: {}",
-        short(&Some(a.stable_hash)),
-        short(&Some(b.stable_hash)),
+        short(&Some(before.0.to_string())),
+        short(&Some(after.0.to_string())),
         cause.label()
     );
     if changes.is_empty() {
@@ -56,5 +63,5 @@ pub fn run(before: &Path, after: &Path) -> Result<String, ProemError> {
         let section = if c.section.is_empty() { "(whole build)" } else { c.section.as_str() };
         let _ = writeln!(out, "{section}\t{}\t{} -> {}", c.input, short(&c.before), short(&c.after));
     }
-    Ok(out)
+    out
 }

@@ -268,6 +268,47 @@ pub enum PluginAction {
         #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
         repeat: u32,
     },
+    /// The author's loop: build the plugin in DIR with its template's own
+    /// command (Cargo.toml: `cargo build --release --target wasm32-wasip2`;
+    /// package.json: `npm run build`; build.sh: `sh build.sh`), check it,
+    /// re-pin it into AGENT (as `plugin add --replace`), build AGENT and
+    /// print the sections the plugin contributes and what changed in the
+    /// prompt since the previous build; then wait for a change in DIR
+    /// (polled every --interval-ms, target/, node_modules/ and hidden
+    /// folders left out) and do it again, until interrupted. The build
+    /// runs as the author, in DIR: it is the author's own folder.
+    Dev {
+        /// The plugin's source folder, as `plugin new` made it.
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+        /// The agent directory to re-pin the plugin into.
+        #[arg(long = "into", value_name = "AGENT_DIR")]
+        into: PathBuf,
+        /// The plugin id in proem.toml (default: from the .wasm file name).
+        #[arg(long, value_name = "ID")]
+        id: Option<String>,
+        /// One cycle (build, check, re-pin, print), then exit: for tests
+        /// and CI. Exit 1 when the cycle failed.
+        #[arg(long)]
+        once: bool,
+        /// How often DIR's files are looked at, in milliseconds (100-60000).
+        #[arg(long, value_name = "MS", default_value_t = 500, value_parser = clap::value_parser!(u64).range(100..=60_000))]
+        interval_ms: u64,
+        /// Run this instead of the template's build (`sh -c CMD`, in DIR).
+        #[arg(long, value_name = "CMD", conflicts_with = "no_build")]
+        build_cmd: Option<String>,
+        /// Build nothing: re-pin the .wasm whenever it changes (a build run
+        /// elsewhere, or a prebuilt component dropped into DIR).
+        #[arg(long)]
+        no_build: bool,
+        /// The component the build makes [default: Rust: target/wasm32-wasip2/
+        /// release/CRATE.wasm; Python, JS: the one .wasm in DIR].
+        #[arg(long, value_name = "FILE.wasm")]
+        wasm: Option<PathBuf>,
+        /// Stop a build that runs longer than this, in seconds (1-86400).
+        #[arg(long, value_name = "SECS", default_value_t = 900, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+        build_timeout: u64,
+    },
     /// Publish a plugin binary as an OCI artifact (one application/wasm
     /// layer, config application/vnd.wasm.config.v0+json), after checking it
     /// loads in this proem. Prints the sha256 to pin.

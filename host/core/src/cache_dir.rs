@@ -236,13 +236,11 @@ impl CacheDir {
 
     /// The HMAC-SHA256 of `parts` (each length-prefixed, so no two lists of
     /// parts have the same message) under the folder's secret.
+    /// The message is hashed as it is given, never copied into one buffer
+    /// (a compiled component's entry is tens of MiB).
     pub fn mac(&self, parts: &[&[u8]]) -> [u8; KEY_BYTES] {
-        let mut message = Vec::with_capacity(parts.iter().map(|p| p.len() + 8).sum());
-        for part in parts {
-            message.extend_from_slice(&(part.len() as u64).to_le_bytes());
-            message.extend_from_slice(part);
-        }
-        hmac_sha256(&self.key[..], &message)
+        let lengths: Vec<[u8; 8]> = parts.iter().map(|part| (part.len() as u64).to_le_bytes()).collect();
+        hmac_sha256_parts(&self.key[..], lengths.iter().zip(parts).flat_map(|(length, part)| [&length[..], *part]))
     }
 
     /// Whether `tag` is [`CacheDir::mac`] of `parts` (compared in constant time).
@@ -256,13 +254,22 @@ impl CacheDir {
 /// dependency and HMAC is these few lines, checked against RFC 4231's
 /// vectors below.
 pub fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
+    hmac_sha256_parts(key, [message])
+}
+
+/// [`hmac_sha256`] of the concatenation of `message`'s pieces.
+fn hmac_sha256_parts<'m>(key: &[u8], message: impl IntoIterator<Item = &'m [u8]>) -> [u8; 32] {
     let mut block = [0u8; 64];
     if key.len() > block.len() {
         block[..32].copy_from_slice(&Sha256::digest(key));
     } else {
         block[..key.len()].copy_from_slice(key);
     }
-    let inner = Sha256::new().chain_update(block.map(|b| b ^ 0x36)).chain_update(message).finalize();
+    let mut inner = Sha256::new().chain_update(block.map(|b| b ^ 0x36));
+    for piece in message {
+        inner.update(piece);
+    }
+    let inner = inner.finalize();
     Sha256::new().chain_update(block.map(|b| b ^ 0x5c)).chain_update(inner).finalize().into()
 }
 

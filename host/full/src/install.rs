@@ -405,6 +405,33 @@ fn rename_without_replacing(dir: BorrowedFd, temp: &str, name: &str) -> std::io:
     }
 }
 
+/// Compiles a plugin just installed into the compiled-component cache and
+/// keeps what `describe` says about it, as its first build would: so that
+/// build starts warm. A failure here is said, not fatal (the build will
+/// say it again, with the agent's config).
+pub fn warm(agent_dir: &Path, done: &Installed) -> String {
+    let config = proem_core::config::PluginConfig {
+        id: done.id.clone(),
+        path: Some(done.path.clone()),
+        sha256: Some(done.sha256.clone()),
+        ..proem_core::config::PluginConfig::default()
+    };
+    let cache = proem_core::cache_dir::default_path();
+    match proem::load_plugins(&[config], agent_dir, cache.as_deref()) {
+        Ok(set) => match set.plugins().first().map(|p| &p.state) {
+            // Described from disk before: compiled only if its cache entry is gone.
+            Some(Ok(ready)) => match (ready.link(), cache.is_some()) {
+                (Ok(()), true) => "compiled into the plugin cache\n".into(),
+                (Ok(()), false) => String::new(),
+                (Err(why), _) => format!("note: it does not link yet: {why}\n"),
+            },
+            Some(Err(why)) => format!("note: it does not load yet: {why}\n"),
+            None => String::new(),
+        },
+        Err(e) => format!("note: it does not load yet: {e}\n"),
+    }
+}
+
 /// Adds the local plugin file `file` to the agent at `agent_dir`; `id`
 /// defaults to the plugin's own id from `describe`.
 pub fn add(file: &Path, agent_dir: &Path, id: Option<&str>) -> Result<Installed, String> {

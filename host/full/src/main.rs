@@ -6,7 +6,7 @@
 use proem::{Assembler, PluginSet, ProemError};
 use proem_cli::{build_command, finish, init_logging, Cli, CliError, Command, Logs, Output, PluginAction, TurnArgs};
 use proem_core::config::{PluginConfig, BUILTIN_IDS};
-use proem_full::{check, install, oci, scaffold};
+use proem_full::{check, dev, install, oci, scaffold};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -32,33 +32,6 @@ fn installed(agent_dir: &std::path::Path, done: &install::Installed) -> String {
         agent_dir.join("proem.toml").display(),
         done.sha256
     )
-}
-
-/// Compiles a plugin just installed into the compiled-component cache and
-/// keeps what `describe` says about it, as its first build would: so that
-/// build starts warm. A failure here is said, not fatal (the build will
-/// say it again, with the agent's config).
-fn warm(agent_dir: &std::path::Path, done: &install::Installed) -> String {
-    let config = PluginConfig {
-        id: done.id.clone(),
-        path: Some(done.path.clone()),
-        sha256: Some(done.sha256.clone()),
-        ..PluginConfig::default()
-    };
-    let cache = proem_core::cache_dir::default_path();
-    match proem::load_plugins(&[config], agent_dir, cache.as_deref()) {
-        Ok(set) => match set.plugins().first().map(|p| &p.state) {
-            // Described from disk before: compiled only if its cache entry is gone.
-            Some(Ok(ready)) => match (ready.link(), cache.is_some()) {
-                (Ok(()), true) => "compiled into the plugin cache\n".into(),
-                (Ok(()), false) => String::new(),
-                (Err(why), _) => format!("note: it does not link yet: {why}\n"),
-            },
-            Some(Err(why)) => format!("note: it does not load yet: {why}\n"),
-            None => String::new(),
-        },
-        Err(e) => format!("note: it does not load yet: {e}\n"),
-    }
 }
 
 /// How long `plugin pull` and `plugin push` wait, as the flags say.
@@ -169,12 +142,37 @@ fn run(cli: Cli) -> Result<Output, CliError> {
         Command::Plugin { action: PluginAction::Pull { reference, into, id, timeouts } } => {
             let pulled = oci::pull(&reference, &into, id.as_deref(), &registry_timeouts(&timeouts))
                 .map_err(|e| ProemError::input("plugin pull", e))?;
-            Ok(format!("pulled {reference}\n{}{}", installed(&into, &pulled), warm(&into, &pulled)).into())
+            Ok(format!("pulled {reference}\n{}{}", installed(&into, &pulled), install::warm(&into, &pulled)).into())
         }
         Command::Plugin { action: PluginAction::Add { file, into, id, replace } } => {
             let added = install::add_with(&file, &into, id.as_deref(), replace)
                 .map_err(|e| ProemError::input("plugin add", e))?;
-            Ok(format!("{}{}", installed(&into, &added), warm(&into, &added)).into())
+            Ok(format!("{}{}", installed(&into, &added), install::warm(&into, &added)).into())
+        }
+        Command::Plugin {
+            action: PluginAction::Dev { dir, into, id, once, interval_ms, build_cmd, no_build, wasm, build_timeout },
+        } => {
+            use std::time::Duration;
+            let build = match (build_cmd, no_build) {
+                (Some(cmd), _) => dev::Build::Command(cmd),
+                (None, true) => dev::Build::Nothing,
+                (None, false) => dev::Build::Template,
+            };
+            let options = dev::Options {
+                dir,
+                agent: into,
+                id,
+                once,
+                interval: Duration::from_millis(interval_ms),
+                build,
+                wasm,
+                build_timeout: Duration::from_secs(build_timeout),
+            };
+            let ok = dev::run(&options, &mut std::io::stdout()).map_err(|e| ProemError::input("plugin dev", e))?;
+            Ok(Output {
+                failure: (!ok).then(|| "plugin dev: the cycle failed (the problem is above)".to_string()),
+                ..Output::default()
+            })
         }
         Command::Plugin { action: PluginAction::Push { file, reference, timeouts } } => {
             let pushed = oci::push(&file, &reference, &registry_timeouts(&timeouts))

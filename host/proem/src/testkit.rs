@@ -94,3 +94,9 @@ impl PluginHarness {
         built.sections.iter().filter(|s| s.source == source).map(|s| s.id.clone()).collect()
     }
 }
+
+/// sdk/TESTING.md's sketch, compiled as a doc test: the SDK's docs show
+/// the harness as it is.
+#[cfg(doctest)]
+#[doc = include_str!("../../../sdk/TESTING.md")]
+struct TestingGuide;

@@ -8,7 +8,7 @@ use crate::wit::{ApiVersion, Bindings};
 use proem_core::cache_dir::CacheDir;
 use proem_core::plugin::answers::executable_identity;
 use proem_core::plugin::call::{CallLimits, Outcome, PluginError, Request};
-use proem_core::plugin::runtime::{LinkResult, Linked, PendingCall, Runtime};
+use proem_core::plugin::runtime::{LinkResult, Linked, PendingCall, Runtime, WasmBytes};
 use proem_core::plugin::sandbox::Sandbox;
 use std::sync::{Arc, OnceLock};
 
@@ -41,9 +41,9 @@ impl Runtime for Wasmtime {
         crate::binary::config_schema(wasm)
     }
 
-    fn link(&self, wasm: &[u8], api: &str, cache_dir: Option<&CacheDir>) -> LinkResult {
+    fn link(&self, digest: &str, wasm: WasmBytes<'_>, api: &str, cache_dir: Option<&CacheDir>) -> LinkResult {
         let engine = engine::get()?;
-        let (component, origin) = cache::load_or_compile(&engine.engine, wasm, cache_dir)?;
+        let (component, origin) = cache::load_or_compile(&engine.engine, digest, wasm, cache_dir)?;
         let cannot_link = |e: wasmtime::Error| PluginError::Link(crate::binary::link_error(&cache::error_chain(&e)));
         let stubbed = crate::stubs::linker_for(&engine.engine, &engine.linker, &component).map_err(cannot_link)?;
         let pre = stubbed.as_ref().unwrap_or(&engine.linker).instantiate_pre(&component).map_err(cannot_link)?;

@@ -41,6 +41,9 @@ pub type PendingCall = Pin<Box<dyn Future<Output = Outcome> + Send>>;
 /// from, or why it cannot run.
 pub type LinkResult = Result<(Arc<dyn Linked>, Origin), PluginError>;
 
+/// Reads the bytes of a binary being linked (see [`Runtime::link`]).
+pub type WasmBytes<'a> = &'a dyn Fn() -> Result<std::borrow::Cow<'a, [u8]>, String>;
+
 /// A plugin's code, compiled and linked by a runtime.
 pub trait Linked: Send + Sync {
     /// One hook call in a fresh sandbox (nothing survives into the next).
@@ -74,9 +77,12 @@ pub trait Runtime: Sync {
         Ok(None)
     }
 
-    /// Compiles `wasm` (through the component cache in `cache_dir`) and
-    /// pre-instantiates it with the bindings of API version `api`.
-    fn link(&self, wasm: &[u8], api: &str, cache_dir: Option<&CacheDir>) -> LinkResult;
+    /// Compiles the binary whose SHA-256 is `digest` (hex, as the build
+    /// went by it) through the component cache in `cache_dir`, and
+    /// pre-instantiates it with the bindings of API version `api`. `wasm`
+    /// reads its bytes, called only when there is no compiled copy to
+    /// load: a cache hit reads no byte of the binary and hashes nothing.
+    fn link(&self, digest: &str, wasm: WasmBytes<'_>, api: &str, cache_dir: Option<&CacheDir>) -> LinkResult;
 
     /// Runs calls concurrently and returns their outcomes in input order,
     /// whatever order they finished in. `meanwhile` runs on the calling
@@ -118,7 +124,7 @@ impl Runtime for AnswersOnly {
         Err(PluginError::Host(NO_CODE.into()))
     }
 
-    fn link(&self, _: &[u8], _: &str, _: Option<&CacheDir>) -> LinkResult {
+    fn link(&self, _: &str, _: WasmBytes<'_>, _: &str, _: Option<&CacheDir>) -> LinkResult {
         Err(PluginError::Host(NO_CODE.into()))
     }
 

@@ -88,8 +88,8 @@ struct Code {
 impl Code {
     fn linked(&self) -> Result<&Arc<dyn Linked>, String> {
         let linked = self.linked.get_or_init(|| {
-            let bytes = self.wasm.bytes().map_err(PluginError::Host)?;
-            self.runtime.link(&bytes, &self.api, self.cache_dir.as_deref())
+            let digest = self.wasm.digest();
+            self.runtime.link(&digest, &|| self.wasm.bytes(), &self.api, self.cache_dir.as_deref())
         });
         linked.as_ref().map(|(l, _)| l).map_err(ToString::to_string)
     }
@@ -1361,7 +1361,9 @@ fn open(
         None => None,
     };
     let code = code(api.clone(), wasm, cache_dir, runtime);
-    let _ = code.linked.set(Ok(runtime.link(&bytes, &api, cache_dir.map(|d| &**d)).map_err(|e| e.to_string())?));
+    let digest = code.wasm.digest();
+    let read = || Ok(std::borrow::Cow::Borrowed(&bytes[..]));
+    let _ = code.linked.set(Ok(runtime.link(&digest, &read, &api, cache_dir.map(|d| &**d)).map_err(|e| e.to_string())?));
     let outcome = runtime.run(vec![describe(&code, agent_dir)], &mut || {}).remove(0);
     let info = match outcome.result {
         Ok(Response::Info(info)) => info,
