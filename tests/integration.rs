@@ -1,45 +1,16 @@
 //! proem's integration and conformance tests: one module per file, built as
-//! one test binary (the host and wasmtime linked once, not once per file).
-//! Run one file's tests with `cargo test --release --test integration
-//! <file>::`.
+//! one test binary (the host and wasmtime linked once, not once per file),
+//! the files grouped by concern in four folders, each a module whose
+//! `mod.rs` lists its files: `pipeline/` (the build and what a prompt
+//! holds), `plugins/` (plugins as authors and users meet them),
+//! `security/` (hostile input, plugins and clients), `surfaces/` (the CLI,
+//! the executables, `proem serve`, the crates' shape). Run one file's tests
+//! with `cargo test --release --test integration <folder>::<file>::`
+//! (e.g. `security::hostile::`), one folder's with `<folder>::`.
 
 mod common;
 
-mod architecture;
-mod arithmetic;
-mod authoring;
-mod budget;
-mod cache_boundary;
-mod cache_profiles;
-mod caching;
-mod cli;
-mod compat_v0_1;
-mod containment;
-mod contributed;
-mod determinism;
-mod example_agent;
-mod example_copy;
-mod executables;
-mod fuzz_corpus;
-mod hardening;
-mod hf_tokenizer;
-mod host_work;
-mod hostile;
-mod input_rules;
-mod oci;
-mod operator;
-mod plugin_api_v0_2;
+mod pipeline;
 mod plugins;
-mod preset_layouts;
-mod prompt_properties;
-mod properties;
-mod sections;
-mod seed_parity;
-mod serve;
-mod serve_answers;
-mod serve_hardening;
-mod serve_replicas;
-mod stable_diff;
-mod stable_inputs;
-mod tokenizer;
-mod wit_package;
+mod security;
+mod surfaces;

@@ -13,7 +13,7 @@ use std::marker::PhantomData;
 pub mod wit {
     wit_bindgen::generate!({
         // A copy of wit/0.2.0 inside the crate, so it packages and publishes on
-        // its own; tests/wit_package.rs checks the two are the same bytes.
+        // its own; tests/plugins/wit_package.rs checks the two are the same bytes.
         path: "wit",
         world: "plugin",
         pub_export_macro: true,

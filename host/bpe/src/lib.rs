@@ -10,7 +10,7 @@
 //! touches.
 //! Counting is tiktoken's own method: the same pre-split ([`split`]) and the
 //! same merges ([`merge`]). Counts equal tiktoken-rs's, which stays the
-//! reference: `tests/tokenizer.rs` compares the two over random and
+//! reference: `tests/pipeline/tokenizer.rs` compares the two over random and
 //! adversarial text for both vocabularies.
 
 pub mod merge;

@@ -12,7 +12,7 @@
 //! tiktoken-rs's possessive quantifiers (`?+`, `++`) are written greedy: in
 //! these patterns nothing after them could match what backtracking would
 //! give back, so greedy and possessive match the same text. Equality with
-//! tiktoken-rs's own split is a property test (`tests/tokenizer.rs`).
+//! tiktoken-rs's own split is a property test (`tests/pipeline/tokenizer.rs`).
 //!
 //! Every character starts a match of some alternative (a letter, a digit,
 //! whitespace or anything else), so each search is anchored where the last

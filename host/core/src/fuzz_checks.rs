@@ -1,6 +1,6 @@
 //! The bodies of the cargo-fuzz targets (`fuzz/`), callable from ordinary
 //! tests: each takes the raw bytes libFuzzer gives and panics when an
-//! invariant breaks. The fuzz targets call them, and `tests/fuzz_corpus.rs`
+//! invariant breaks. The fuzz targets call them, and `tests/security/fuzz_corpus.rs`
 //! replays the committed corpora (`fuzz/corpus/<target>/`) through them in
 //! every test run, so a crash once found stays fixed without cargo-fuzz.
 //! Not part of the library's API.

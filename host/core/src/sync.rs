@@ -6,7 +6,7 @@
 //! never poisons: a guard dropped by a panic leaves the data as it was, and
 //! every value kept behind a `Lock` is a cache or a counter that is valid in
 //! any state a panic can leave it in (an entry is inserted whole or not at
-//! all). `tests/hostile.rs` checks that no other mutex is used in the host crates.
+//! all). `tests/security/hostile.rs` checks that no other mutex is used in the host crates.
 
 use std::sync::{Mutex, MutexGuard};
 

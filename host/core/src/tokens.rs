@@ -316,7 +316,7 @@ pub fn head_within(text: &str, max: usize, counter: &TokenCounter) -> Option<Str
 /// pre-token and starts the next (a pre-token can hold a newline followed
 /// by other text only as `\n/`, and whitespace runs end at their last
 /// newline), and BPE never merges across pre-tokens. Checked against
-/// whole-text counts in this module's tests and in `tests/hardening.rs`.
+/// whole-text counts in this module's tests and in `tests/security/hardening.rs`.
 ///
 /// Where: after every blank line (paragraphs), and after a line whose
 /// length in bytes is a multiple of [`LINE_CUT_MODULUS`]. The second rule
@@ -415,7 +415,7 @@ pub const WORD_RUN_LIMIT: usize = 64 * 1024;
 /// [`WHITESPACE_RUN_LIMIT`] bytes or another run longer than
 /// [`WORD_RUN_LIMIT`]; text without such runs is one piece. Cuts fall only
 /// inside such runs, on character boundaries, so counts of ordinary text
-/// are exact (checked against tiktoken in `tests/hardening.rs`).
+/// are exact (checked against tiktoken in `tests/security/hardening.rs`).
 pub fn bounded_pieces(text: &str) -> impl Iterator<Item = &str> {
     let mut rest = text;
     std::iter::from_fn(move || {

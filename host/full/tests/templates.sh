@@ -4,7 +4,7 @@
 # JavaScript, `proem plugin new`, the pinned toolchain from its registry,
 # the native tests, build, `plugin check`, `plugin run`, `plugin add` into
 # an agent and `proem build` with the plugin's sections in the prompt. (The
-# Rust template's same path is tests/plugins.rs
+# Rust template's same path is tests/plugins/plugins.rs
 # a_scaffolded_plugin_builds_on_its_own_and_loads.)
 #
 # Toolchains: each template's pinned requirements are installed the way its

@@ -6,7 +6,7 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 
 /// The OpenAPI 3.1 description of `/v1` (checked against real responses by
-/// tests/serve.rs).
+/// tests/surfaces/serve.rs).
 pub const OPENAPI: &str = include_str!("openapi.json");
 
 const FILES: [(&str, &str, &str); 3] = [

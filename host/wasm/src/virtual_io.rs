@@ -17,7 +17,7 @@
 //!   visible. A pollable that can never be ready makes the call block until
 //!   its wall-clock timeout, the same way every time.
 //!
-//! `tests/containment.rs` (`virtual_time_*`) runs a plugin that spins on
+//! `tests/security/containment.rs` (`virtual_time_*`) runs a plugin that spins on
 //! timers and polls and asserts the same output on every build.
 
 use crate::sandbox::State;

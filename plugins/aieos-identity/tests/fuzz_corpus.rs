@@ -1,6 +1,6 @@
 //! The `aieos` fuzz target's corpus (`fuzz/corpus/aieos/`), replayed through
 //! its check in every test run (the host's targets are replayed by the
-//! host's `tests/fuzz_corpus.rs`).
+//! host's `tests/security/fuzz_corpus.rs`).
 
 #[test]
 fn the_aieos_corpus_replays_through_the_fuzz_check() {

@@ -5,7 +5,7 @@
 //! the request's words.
 
 use crate::common::*;
-use crate::serve::{agent_copy, agent_copy_as, client, eventually, runtime, Server};
+use crate::surfaces::serve::{agent_copy, agent_copy_as, client, eventually, runtime, Server};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 use std::process::Command;
@@ -49,7 +49,7 @@ fn get(rt: &tokio::runtime::Runtime, url: &str) -> (u16, Value) {
 #[test]
 fn every_build_response_is_tagged_and_a_known_tag_is_answered_304() {
     plugin_env();
-    let server = Server::start(&[&crate::serve::atlas()]);
+    let server = Server::start(&[&crate::surfaces::serve::atlas()]);
     let rt = runtime();
     let turn = |format: &str| json!({"format": format, "now": "2026-11-21T09:30:00Z", "channel": "telegram"});
     let report_hash = {
@@ -95,7 +95,7 @@ fn every_build_response_is_tagged_and_a_known_tag_is_answered_304() {
 #[test]
 fn the_report_comes_beside_any_format_and_is_the_json_formats_report() {
     plugin_env();
-    let server = Server::start(&[&crate::serve::atlas()]);
+    let server = Server::start(&[&crate::surfaces::serve::atlas()]);
     let rt = runtime();
     let url = |q: &str| format!("{}/v1/agents/atlas/build{q}", server.url);
     for format in ["text", "json", "anthropic", "openai"] {
@@ -239,7 +239,7 @@ const FIELDS: [&str; 19] = [
 #[test]
 fn errors_about_a_request_speak_its_fields_never_flags_or_rust_types() {
     plugin_env();
-    let server = Server::start(&[&crate::serve::atlas()]);
+    let server = Server::start(&[&crate::surfaces::serve::atlas()]);
     let rt = runtime();
     let url = format!("{}/v1/agents/atlas/build", server.url);
     let statuses = std::cell::RefCell::new(std::collections::BTreeSet::new());
@@ -355,7 +355,7 @@ fn change_events_name_the_files_and_reloads_and_streams_are_bounded() {
 fn every_problem_document_and_log_line_carries_the_request_id() {
     use std::io::BufRead;
     plugin_env();
-    let mut server = Server::start_with(&[&crate::serve::atlas(), "--log-format", "json"], |c| {
+    let mut server = Server::start_with(&[&crate::surfaces::serve::atlas(), "--log-format", "json"], |c| {
         c.env("PROEM_LOG", "info").stderr(std::process::Stdio::piped());
     });
     let stderr = server.take_stderr().unwrap();

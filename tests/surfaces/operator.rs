@@ -416,14 +416,14 @@ fn a_remembered_build_says_so_and_took_no_time() {
 
 #[test]
 fn metrics_count_a_plugin_call_once_for_builds_of_one_turn() {
-    use crate::serve::{client, runtime, Server};
+    use crate::surfaces::serve::{client, runtime, Server};
     // A cache of its own: the first build's calls are real, not answers a
     // previous run kept on disk.
     let cache = tempfile::tempdir().unwrap();
     let agent = Agent::with_plugins(&(builtin("hardware-access", "") + &fixture("fine", "sections", "")));
     let parent = tempfile::tempdir().unwrap();
     let id = "counted";
-    crate::serve::copy_dir(agent.path(), &parent.path().join(id));
+    crate::surfaces::serve::copy_dir(agent.path(), &parent.path().join(id));
     let server = Server::start_with(&[parent.path().join(id).to_str().unwrap()], |c| {
         c.env("PROEM_CACHE_DIR", cache.path());
     });

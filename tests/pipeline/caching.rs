@@ -392,7 +392,7 @@ fn damaged_or_forged_answers_on_disk_never_change_what_a_build_may_contain() {
     let originals: Vec<Vec<u8>> = entries.iter().map(|p| std::fs::read(p).unwrap()).collect();
     // Entries signed with the folder's own secret, as this user's proem
     // would write them (a forger without the secret is tested in
-    // hardening::cache_trust).
+    // security::hardening::cache_trust).
     let folder = proem_core::cache_dir::CacheDir::open(cache.path()).unwrap();
     let sealer = proem_core::plugin::answers::Answers::open(Some(&folder), Some(0)).unwrap();
     let key_of =

@@ -6,7 +6,7 @@
 //! docs/DEPLOYMENT.md.
 
 use crate::common::*;
-use crate::serve::{agent_copy, client, runtime};
+use crate::surfaces::serve::{agent_copy, client, runtime};
 use serde_json::json;
 use std::io::{BufRead, BufReader};
 use std::path::Path;

@@ -11,7 +11,7 @@
 //!   what a client can make the service write to disk.
 
 use crate::common::*;
-use crate::serve::{agent_copy, atlas, client, eventually, runtime, slow_agent, Server};
+use crate::surfaces::serve::{agent_copy, atlas, client, eventually, runtime, slow_agent, Server};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use serde_json::{json, Value};
