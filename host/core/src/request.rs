@@ -151,7 +151,9 @@ mod tests {
             Just(Value::Null),
             any::<bool>().prop_map(Value::Bool),
             any::<i64>().prop_map(|n| json!(n)),
-            (-1e12f64..1e12).prop_map(|f| json!(f)),
+            // Quarters: exact in binary, so the text prints and parses back
+            // to the same number (serde_json's parser rounds some others).
+            (-4_000_000i64..4_000_000).prop_map(|n| json!(n as f64 / 4.0)),
             prop::sample::select(vec!["full", "group", "telegram", "2026-11-21T09:30:00Z", "x", "", "UTC"])
                 .prop_map(|s| json!(s)),
         ];
