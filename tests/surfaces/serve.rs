@@ -637,6 +637,16 @@ fn every_response_matches_the_openapi_document() {
             ("GET", "/app.js".into(), None, "/app.js"),
             ("GET", "/app.css".into(), None, "/app.css"),
             ("GET", "/v1/openapi.json".into(), None, "/v1/openapi.json"),
+            (
+                "GET",
+                "/beta/litellm_prompt_management?prompt_id=atlas&channel=telegram&now=2026-11-21T09%3A30%3A00Z&owner=a&owners=b&heartbeat=false".into(),
+                None,
+                "/beta/litellm_prompt_management",
+            ),
+            ("GET", "/beta/litellm_prompt_management?channel=telegram".into(), None, "/beta/litellm_prompt_management"),
+            ("GET", "/beta/litellm_prompt_management?prompt_id=nobody".into(), None, "/beta/litellm_prompt_management"),
+            ("GET", "/beta/litellm_prompt_management?prompt_id=atlas&budget=5".into(), None, "/beta/litellm_prompt_management"),
+            ("GET", "/beta/litellm_prompt_management?prompt_id=atlas&chanel=x".into(), None, "/beta/litellm_prompt_management"),
         ];
 
         for (method, path, body, template) in calls {
@@ -677,6 +687,28 @@ fn every_response_matches_the_openapi_document() {
             }
         }
     });
+}
+
+/// The LiteLLM route's documented query parameters are exactly the build
+/// body's turn fields (every one but `format`, which the route refuses),
+/// `prompt_id` and `owner`: a field added to the body and not to the
+/// route's document (or the other way) fails here.
+#[test]
+fn the_litellm_route_documents_every_turn_field_as_a_parameter() {
+    let doc: Value = serde_json::from_str(include_str!("../host/serve/src/openapi.json")).unwrap();
+    let body = doc["components"]["schemas"]["BuildRequest"]["properties"].as_object().unwrap();
+    let mut expected: Vec<&str> = body.keys().map(String::as_str).filter(|k| *k != "format").collect();
+    expected.extend(["prompt_id", "owner"]);
+    expected.sort_unstable();
+    let op = &doc["paths"]["/beta/litellm_prompt_management"]["get"];
+    let mut documented: Vec<&str> =
+        op["parameters"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+    documented.sort_unstable();
+    assert_eq!(documented, expected);
+    assert!(op["parameters"].as_array().unwrap().iter().all(|p| p["in"] == "query"));
+    for status in ["400", "401", "404", "422", "503"] {
+        assert_eq!(op["responses"][status]["$ref"], "#/components/responses/Problem", "{status}");
+    }
 }
 
 // The client packages (host/clients) run against a live server in their own

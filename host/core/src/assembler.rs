@@ -34,7 +34,9 @@ pub struct Assembler {
     pub(crate) config_found: bool,
     pub(crate) plugins: PluginSet,
     pub(crate) caching: Caching,
-    pub(crate) memo: Lock<BuildMemo<Built>>,
+    /// Remembered builds, shared: a hit hands out the same one
+    /// ([`Assembler::memoised_shared`]) or a copy ([`Assembler::build`]).
+    pub(crate) memo: Lock<BuildMemo<Arc<Built>>>,
     /// The last stable part's SHA-256, by its xxh3 (the stable part rarely
     /// changes, and SHA-256 of ~90 KB is the dearest step of a warm build).
     /// Kept unless every cache is off.
@@ -198,11 +200,24 @@ impl Assembler {
     /// slot, replaced core sections reported, dropped first-among-optional
     /// when over budget, never protected.
     pub fn build_with(&self, turn: &Turn, contributed: &[Section]) -> Result<Built, ProemError> {
+        self.build_answer(turn, contributed).map(Answer::into_owned)
+    }
+
+    /// [`Assembler::build`], a build memo hit answered with the remembered
+    /// build itself rather than a copy of it (a prompt and its two halves,
+    /// twice the prompt's size): what a caller that keeps the build behind
+    /// a shared pointer anyway (the language bindings) calls.
+    pub fn build_shared(&self, turn: &Turn) -> Result<Arc<Built>, ProemError> {
+        self.build_answer(turn, &[]).map(Answer::into_shared)
+    }
+
+    /// A build: a fresh one, or the build memo's remembered one.
+    fn build_answer(&self, turn: &Turn, contributed: &[Section]) -> Result<Answer, ProemError> {
         let turn = &*self.with_tools_read(turn)?;
         let now = turn.now.unwrap_or_else(|| chrono::Utc::now().fixed_offset());
         let memoised = self.caching.builds || self.caching.plugin_outputs;
         if !memoised {
-            return self.build_fresh(turn, contributed, now, &|| None, None, None);
+            return self.build_fresh(turn, contributed, now, &|| None, None, None).map(Answer::Fresh);
         }
         let refresh = || {
             let mut memo = self.memo.lock();
@@ -212,7 +227,7 @@ impl Assembler {
         if !self.caching.builds {
             // Only plugin outputs are memoised: their check need only come
             // before the plugins run, so it overlaps the file reads.
-            return self.build_fresh(turn, contributed, now, &|| Some(refresh()), None, None);
+            return self.build_fresh(turn, contributed, now, &|| Some(refresh()), None, None).map(Answer::Fresh);
         }
         // A build memoised under a generation must have read its files after
         // that generation's check: the check comes first.
@@ -221,13 +236,13 @@ impl Assembler {
         let tools_hash = tool_list(turn).map(tools_hash);
         let key = self.build_key(turn, contributed, now, tools_hash)?;
         if let Some(built) = self.memo.lock().get(key) {
-            return Ok(built.clone());
+            return Ok(Answer::Remembered(built.clone()));
         }
         let plugin_memo = self.caching.plugin_outputs.then_some(keys);
         let built = self.build_fresh(turn, contributed, now, &|| plugin_memo, Some(generation), tools_hash)?;
         // Kept as it will be answered again: remembered, no plugin ran.
-        self.memo.lock().put(generation, key, built.remembered());
-        Ok(built)
+        self.memo.lock().put(generation, key, Arc::new(built.remembered()));
+        Ok(Answer::Fresh(built))
     }
 
     /// The build of `turn` when the build memo holds it and file events
@@ -237,6 +252,12 @@ impl Assembler {
     /// What `proem serve` answers on its async threads before handing a
     /// build to the blocking pool.
     pub fn memoised(&self, turn: &Turn) -> Option<Built> {
+        self.memoised_shared(turn).map(|built| Built::clone(&built))
+    }
+
+    /// [`Assembler::memoised`] without the copy: the remembered build
+    /// itself, shared.
+    pub fn memoised_shared(&self, turn: &Turn) -> Option<Arc<Built>> {
         if !self.caching.builds || !self.caching.file_events {
             return None;
         }
@@ -453,4 +474,31 @@ pub(crate) fn tools_hash(tools: &[crate::turn::Tool]) -> u128 {
         };
     }
     h.finish()
+}
+
+/// What a build answered: built now, or the build memo's remembered build.
+/// (Returned once per build and taken apart at once: boxing the fresh one
+/// would only add an allocation.)
+#[allow(clippy::large_enum_variant)]
+enum Answer {
+    Fresh(Built),
+    Remembered(Arc<Built>),
+}
+
+impl Answer {
+    /// The build, owned (a remembered one copied).
+    fn into_owned(self) -> Built {
+        match self {
+            Answer::Fresh(built) => built,
+            Answer::Remembered(built) => Built::clone(&built),
+        }
+    }
+
+    /// The build, shared (a remembered one as it is).
+    fn into_shared(self) -> Arc<Built> {
+        match self {
+            Answer::Fresh(built) => Arc::new(built),
+            Answer::Remembered(built) => built,
+        }
+    }
 }

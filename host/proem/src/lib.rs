@@ -28,6 +28,7 @@
 //! `docs/ARCHITECTURE.md` for the path a build takes through the crates.
 #![warn(missing_docs)]
 
+pub mod binding;
 pub mod testkit;
 
 use std::path::Path;
@@ -88,6 +89,18 @@ impl Assembler {
     /// protected.
     pub fn build_with(&self, turn: &Turn, contributed: &[Section]) -> Result<Built, ProemError> {
         self.inner.build_with(turn, contributed)
+    }
+
+    /// [`Assembler::build`], a build memo hit answered with the remembered
+    /// build itself, shared, instead of a copy of its prompt and report.
+    pub fn build_shared(&self, turn: &Turn) -> Result<std::sync::Arc<Built>, ProemError> {
+        self.inner.build_shared(turn)
+    }
+
+    /// [`Assembler::memoised`] without the copy: the remembered build
+    /// itself, shared.
+    pub fn memoised_shared(&self, turn: &Turn) -> Option<std::sync::Arc<Built>> {
+        self.inner.memoised_shared(turn)
     }
 
     /// The build of `turn` when it is remembered and nothing it read has

@@ -1,8 +1,9 @@
 //! `@proem/proem`: proem in process for Node.js (napi-rs). `new Agent(path)`
 //! opens an agent folder once; `agent.build(turn)` builds on libuv's thread
 //! pool and resolves a Promise, `agent.buildSync(turn)` builds on the
-//! calling thread. A turn is `proem serve`'s JSON body, parsed as the
-//! service parses it; errors carry the CLI's message and a code.
+//! calling thread. A turn is `proem serve`'s JSON body, its members
+//! converted from the JS object and checked as the service checks them
+//! (`proem::binding`); errors carry the CLI's message and a code.
 //!
 //! The TypeScript declarations (`index.d.ts`) are generated from this file
 //! by `napi build`: the doc comments here are the ones users read.
@@ -10,6 +11,7 @@
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
+use proem::binding::{Refusal, Spelling};
 use proem::{Assembler, BuildRequest, Caching, Format, ProemError};
 use std::sync::Arc;
 
@@ -114,8 +116,8 @@ impl Failure {
         Failure { message: error.to_string(), code: proem::error_code(error), field: proem::error_field(error) }
     }
 
-    fn bad_field(field: Option<String>, message: String) -> Failure {
-        Failure { message, code: "bad-request", field }
+    fn refused(refusal: Refusal) -> Failure {
+        Failure { message: refusal.message, code: "bad-request", field: refusal.field }
     }
 
     /// The JS `Error` thrown for it: `message` is what `proem build` prints
@@ -125,7 +127,7 @@ impl Failure {
     fn into_error(self, env: &Env) -> Error {
         let made = env.create_error(Error::new(Status::GenericFailure, self.message)).and_then(|mut error| {
             error.set("code", self.code)?;
-            error.set("field", self.field.as_deref().map(camel_case))?;
+            error.set("field", self.field)?;
             error.set("exitCode", 1)?;
             Ok(error)
         });
@@ -136,77 +138,51 @@ impl Failure {
     }
 }
 
-/// `session_key` as TypeScript names it: `sessionKey`.
-fn camel_case(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    let mut upper = false;
-    for c in name.chars() {
-        match c {
-            '_' => upper = true,
-            c if upper => {
-                out.push(c.to_ascii_uppercase());
-                upper = false;
+/// The turn in `turn` (a [`Turn`], its fields in camelCase, or in the
+/// snake_case of `proem serve`'s JSON body), or the field at fault. Each
+/// member is converted on its own (napi-rs's bounded conversion: 128 levels,
+/// a million values), so a refusal names it; the members reach the core's
+/// check as values, never as text (`proem::binding`).
+fn parse_turn(turn: Option<Unknown<'_>>) -> std::result::Result<BuildRequest, Failure> {
+    let members = turn_members(turn).map_err(Failure::refused)?;
+    proem::binding::request_from_members(Spelling::Camel, members).map_err(Failure::refused)
+}
+
+/// The turn's members, named as the body names them, null and undefined
+/// ones dropped.
+fn turn_members(turn: Option<Unknown<'_>>) -> std::result::Result<serde_json::Map<String, serde_json::Value>, Refusal> {
+    let mut members = serde_json::Map::new();
+    let not_an_object = || Refusal::of_turn("expected an object of turn fields");
+    let Some(turn) = turn else { return Ok(members) };
+    match turn.get_type() {
+        Ok(ValueType::Undefined | ValueType::Null) => return Ok(members),
+        Ok(ValueType::Object) => {}
+        _ => return Err(not_an_object()),
+    }
+    // SAFETY: its type was checked just above.
+    let object: Object<'_> = unsafe { turn.cast() }.map_err(|_| not_an_object())?;
+    if object.is_array().unwrap_or(true) {
+        return Err(not_an_object());
+    }
+    let names = Object::keys(&object).map_err(|e| Refusal::of_turn(e.reason))?;
+    for name in names {
+        let field = Spelling::Camel.to_body(&name);
+        match object.get::<serde_json::Value>(&name) {
+            Ok(None | Some(serde_json::Value::Null)) => {}
+            Ok(Some(value)) => {
+                members.insert(field, value);
             }
-            c => out.push(c),
+            Err(e) => {
+                return Err(Refusal::of_field(Spelling::Camel, &field, format!("not a JSON value: {}", e.reason)))
+            }
         }
     }
-    out
-}
-
-/// `sessionKey` as the service's body names it: `session_key`.
-fn snake_case(name: &str) -> String {
-    let mut out = String::with_capacity(name.len() + 4);
-    for c in name.chars() {
-        if c.is_ascii_uppercase() {
-            out.push('_');
-            out.push(c.to_ascii_lowercase());
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-/// The turn in `body` (a [`Turn`], its fields in camelCase, or in the
-/// snake_case of `proem serve`'s JSON body), or the field at fault.
-fn parse_turn(body: Option<serde_json::Value>) -> std::result::Result<BuildRequest, Failure> {
-    let bytes = match body {
-        None | Some(serde_json::Value::Null) => Vec::new(),
-        Some(serde_json::Value::Object(fields)) => {
-            let fields: serde_json::Map<String, serde_json::Value> =
-                fields.into_iter().filter(|(_, v)| !v.is_null()).map(|(k, v)| (snake_case(&k), v)).collect();
-            serde_json::Value::Object(fields).to_string().into_bytes()
-        }
-        Some(_) => return Err(Failure::bad_field(None, "the turn is not an object of turn fields".into())),
-    };
-    let request = BuildRequest::from_json(&bytes).map_err(|e| {
-        let message = match &e.field {
-            Some(field) => format!("field `{field}`: {}", e.message),
-            None => format!("the turn is not a build request: {}", e.message),
-        };
-        Failure::bad_field(e.field, message)
-    })?;
-    if request.format.is_some() {
-        return Err(Failure::bad_field(
-            Some("format".into()),
-            "field `format`: not a turn field: a Built renders every format (render(), toAnthropic(), toOpenai())"
-                .into(),
-        ));
-    }
-    Ok(request)
+    Ok(members)
 }
 
 /// Builds `request`, the memo first; with `strict`, a failed plugin fails.
-fn run(assembler: &Assembler, request: &BuildRequest) -> std::result::Result<proem::Built, Failure> {
-    let built = match assembler.memoised(&request.turn) {
-        Some(built) => built,
-        None => assembler.build(&request.turn).map_err(|e| Failure::of(&e))?,
-    };
-    if request.strict {
-        let strict = BuildRequest { strict: true, ..BuildRequest::default() };
-        proem::render(&built, &strict).map_err(|e| Failure::of(&e))?;
-    }
-    Ok(built)
+fn run(assembler: &Assembler, request: &BuildRequest) -> std::result::Result<Arc<proem::Built>, Failure> {
+    proem::binding::build(assembler, request).map_err(|e| Failure::of(&e))
 }
 
 /// One agent folder, opened once (its proem.toml read, its plugins
@@ -249,56 +225,30 @@ impl Agent {
 
     /// Builds the prompt for one turn off the main thread (libuv's pool).
     #[napi(ts_args_type = "turn?: Turn", ts_return_type = "Promise<Built>")]
-    pub fn build(&self, turn: Option<serde_json::Value>) -> AsyncTask<BuildTask> {
+    pub fn build(&self, turn: Option<Unknown<'_>>) -> AsyncTask<BuildTask> {
         AsyncTask::new(BuildTask { assembler: self.assembler.clone(), request: Some(parse_turn(turn)) })
     }
 
     /// docs/PERFORMANCE.md's baseline: `n` builds of the turn timed in
-    /// Rust, nanoseconds each.
+    /// Rust, nanoseconds each (`proem::binding::time_in_rust`).
     #[napi(js_name = "_timeInRust", ts_args_type = "turn: Turn, n: number, newClock: boolean")]
-    pub fn time_in_rust(&self, env: Env, turn: Option<serde_json::Value>, n: u32, new_clock: bool) -> Result<Vec<f64>> {
+    pub fn time_in_rust(&self, env: Env, turn: Option<Unknown<'_>>, n: u32, new_clock: bool) -> Result<Vec<f64>> {
         parse_turn(turn)
-            .and_then(|request| time_in_rust(&self.assembler, &request, n, new_clock))
+            .and_then(|request| {
+                proem::binding::time_in_rust(&self.assembler, &request.turn, n, new_clock).map_err(|e| Failure::of(&e))
+            })
+            .map(|times| times.into_iter().map(|ns| ns as f64).collect())
             .map_err(|f| f.into_error(&env))
     }
 
     /// Builds the prompt for one turn on this thread.
     #[napi(ts_args_type = "turn?: Turn")]
-    pub fn build_sync(&self, env: Env, turn: Option<serde_json::Value>) -> Result<Built> {
+    pub fn build_sync(&self, env: Env, turn: Option<Unknown<'_>>) -> Result<Built> {
         parse_turn(turn)
             .and_then(|request| run(&self.assembler, &request))
-            .map(|built| Built { inner: Arc::new(built) })
+            .map(|built| Built::wrap(&env, built))
             .map_err(|f| f.into_error(&env))
     }
-}
-
-/// Times `n` builds of one turn in Rust alone, on this assembler
-/// (nanoseconds each): the baseline docs/PERFORMANCE.md sets the addon's
-/// own figures against, measured in the same process the same minute.
-/// With `new_clock`, build `i` is at the turn's `now` plus `i` seconds.
-fn time_in_rust(
-    assembler: &Assembler,
-    request: &BuildRequest,
-    n: u32,
-    new_clock: bool,
-) -> std::result::Result<Vec<f64>, Failure> {
-    let mut turn = request.turn.clone();
-    let base = turn.now;
-    let mut times = Vec::with_capacity(n.min(1 << 20) as usize);
-    for i in 0..n {
-        if new_clock {
-            let step = chrono::TimeDelta::try_seconds(i64::from(i)).unwrap_or_default();
-            turn.now = base.and_then(|t| t.checked_add_signed(step));
-        }
-        let started = std::time::Instant::now();
-        let built = match assembler.memoised(&turn) {
-            Some(built) => built,
-            None => assembler.build(&turn).map_err(|e| Failure::of(&e))?,
-        };
-        times.push(started.elapsed().as_nanos() as f64);
-        drop(built);
-    }
-    Ok(times)
 }
 
 /// A build on libuv's thread pool.
@@ -308,16 +258,16 @@ pub struct BuildTask {
 }
 
 impl Task for BuildTask {
-    type Output = std::result::Result<proem::Built, Failure>;
+    type Output = std::result::Result<Arc<proem::Built>, Failure>;
     type JsValue = Built;
 
     fn compute(&mut self) -> Result<Self::Output> {
-        let request = self.request.take().unwrap_or_else(|| Err(Failure::bad_field(None, "built twice".into())));
+        let request = self.request.take().unwrap_or_else(|| Err(Failure::refused(Refusal::of_turn("built twice"))));
         Ok(request.and_then(|request| run(&self.assembler, &request)))
     }
 
     fn resolve(&mut self, env: Env, output: Self::Output) -> Result<Built> {
-        output.map(|built| Built { inner: Arc::new(built) }).map_err(|f| f.into_error(&env))
+        output.map(|built| Built::wrap(&env, built)).map_err(|f| f.into_error(&env))
     }
 }
 
@@ -400,22 +350,46 @@ fn n(value: usize) -> i64 {
 }
 
 fn format_of(name: &str) -> Result<Format> {
-    match name {
-        "text" => Ok(Format::Text),
-        "json" => Ok(Format::Json),
-        "anthropic" => Ok(Format::Anthropic),
-        "openai" => Ok(Format::Openai),
-        other => Err(Error::new(
-            Status::InvalidArg,
-            format!("format: unknown format {other:?} (text, json, anthropic, openai)"),
-        )),
-    }
+    proem::binding::format_named(name).map_err(|why| Error::new(Status::InvalidArg, why))
 }
 
 /// A built prompt and its report.
-#[napi]
+#[napi(custom_finalize)]
 pub struct Built {
     inner: Arc<proem::Built>,
+    /// The bytes this object alone keeps alive, as told to V8
+    /// ([`Built::wrap`]), given back when it is collected.
+    external: i64,
+}
+
+impl Built {
+    /// `built` for JS. V8 sees only a small object, so a loop of builds
+    /// would keep every one (hundreds of MB, each new page faulted in)
+    /// until something else made it collect: the bytes a fresh build holds
+    /// are reported as external memory, which makes V8 collect in
+    /// proportion. A build the memo shares is not counted (the memo keeps
+    /// it either way).
+    fn wrap(env: &Env, built: Arc<proem::Built>) -> Built {
+        let external = if Arc::strong_count(&built) == 1 {
+            i64::try_from(proem::binding::held_bytes(&built)).unwrap_or(i64::MAX)
+        } else {
+            0
+        };
+        let external = match env.adjust_external_memory(external) {
+            Ok(_) => external,
+            Err(_) => 0,
+        };
+        Built { inner: built, external }
+    }
+}
+
+impl ObjectFinalize for Built {
+    fn finalize(self, env: Env) -> Result<()> {
+        if self.external > 0 {
+            env.adjust_external_memory(-self.external)?;
+        }
+        Ok(())
+    }
 }
 
 #[napi]
@@ -514,12 +488,7 @@ impl Built {
             .diagnostics
             .iter()
             .map(|d| Diagnostic {
-                level: match d.level {
-                    proem::Level::Info => "info",
-                    proem::Level::Warn => "warn",
-                    proem::Level::Error => "error",
-                }
-                .into(),
+                level: proem::binding::level_name(d.level).into(),
                 code: d.code.clone(),
                 message: d.message.clone(),
             })
@@ -536,23 +505,18 @@ impl Built {
     /// `{system: [...]}`: the stable block with `cache_control` and the
     /// dynamic block, as `proem build --format anthropic` prints it.
     #[napi(ts_return_type = "{ system: Array<{ type: 'text'; text: string; cache_control?: { type: 'ephemeral' } }> }")]
-    pub fn to_anthropic(&self) -> Result<serde_json::Value> {
-        self.json("anthropic")
+    pub fn to_anthropic(&self) -> serde_json::Value {
+        proem::binding::provider_value(&self.inner, Format::Anthropic)
     }
     /// `{messages: [{role: 'system', content}]}`, as
     /// `proem build --format openai` prints it.
     #[napi(ts_return_type = "{ messages: Array<{ role: 'system'; content: string }> }")]
-    pub fn to_openai(&self) -> Result<serde_json::Value> {
-        self.json("openai")
+    pub fn to_openai(&self) -> serde_json::Value {
+        proem::binding::provider_value(&self.inner, Format::Openai)
     }
     /// The JSON report (`proem build --format json`), for `JSON.stringify`.
     #[napi(js_name = "toJSON", ts_return_type = "Record<string, unknown>")]
     pub fn to_json(&self) -> Result<serde_json::Value> {
-        self.json("json")
-    }
-
-    fn json(&self, format: &str) -> Result<serde_json::Value> {
-        let text = self.render(Some(format.into()))?;
-        serde_json::from_str(&text).map_err(|e| Error::new(Status::GenericFailure, e.to_string()))
+        serde_json::to_value(&*self.inner).map_err(|e| Error::new(Status::GenericFailure, e.to_string()))
     }
 }

@@ -1,13 +1,18 @@
 //! `proem._proem`: the native half of the `proem` Python package (the
 //! Python half, `python/proem/__init__.py`, takes a turn as keywords or a
-//! dict and hands it here as the JSON body `proem serve` takes).
+//! dict and hands both here; [`turn`] makes them the members of the JSON
+//! body `proem serve` takes, without JSON text, and `proem::binding`
+//! checks them as the service does).
 //!
 //! One [`Agent`] per agent folder, kept for the process: its assembler keeps
 //! its memos between builds exactly as in Rust. A build runs with the GIL
 //! released. The results are the Rust values wrapped, converted to Python
 //! objects only when a field is read.
 
-use proem::{Assembler, BuildRequest, Caching, Format, ProemError, Turn};
+mod turn;
+
+use proem::binding::{Refusal, Spelling};
+use proem::{Assembler, BuildRequest, Caching, Format, ProemError};
 use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -43,26 +48,17 @@ fn build_error(py: Python<'_>, error: &ProemError) -> PyErr {
     raise(py, error.to_string(), proem::error_code(error), proem::error_field(error))
 }
 
-/// A turn's JSON body (`proem serve`'s), parsed as the service parses it:
-/// an unknown or bad field is a `bad-request` naming it.
-fn parse_turn(py: Python<'_>, body: &[u8]) -> PyResult<BuildRequest> {
-    let request = BuildRequest::from_json(body).map_err(|e| {
-        let message = match &e.field {
-            Some(field) => format!("field `{field}`: {}", e.message),
-            None => format!("the turn is not a build request: {}", e.message),
-        };
-        raise(py, message, "bad-request", e.field.clone())
-    })?;
-    if request.format.is_some() {
-        return Err(raise(
-            py,
-            "field `format`: not a turn field: a Built renders every format (render(), to_anthropic(), to_openai())"
-                .into(),
-            "bad-request",
-            Some("format".into()),
-        ));
-    }
-    Ok(request)
+/// The request of a turn given as a dict (or None) and keywords, checked as
+/// the service checks its body: an unknown or bad field is a `bad-request`
+/// naming it; `turn` not a dict is a `TypeError`.
+fn parse_turn(
+    py: Python<'_>,
+    turn: Option<&Bound<'_, PyAny>>,
+    fields: Option<&Bound<'_, PyDict>>,
+) -> PyResult<BuildRequest> {
+    let refused = |r: Refusal| raise(py, r.message, "bad-request", r.field);
+    let members = turn::members(turn, fields).map_err(|e| e.map_or_else(|e| e, refused))?;
+    proem::binding::request_from_members(Spelling::Snake, members).map_err(refused)
 }
 
 /// What is kept between builds: `True` (everything, the default), `False`
@@ -137,65 +133,65 @@ impl NativeAgent {
         self.assembler.memo_hits()
     }
 
-    /// docs/PERFORMANCE.md's baseline: `n` builds of the turn (a JSON body)
-    /// timed in Rust, nanoseconds each (see `time_in_rust`).
-    fn _time_in_rust(&self, py: Python<'_>, body: &[u8], n: usize, new_clock: bool) -> PyResult<Vec<u64>> {
-        let request = parse_turn(py, body)?;
+    /// docs/PERFORMANCE.md's baseline: `n` builds of the turn (a dict)
+    /// timed in Rust, nanoseconds each (`proem::binding::time_in_rust`).
+    fn _time_in_rust(&self, py: Python<'_>, turn: &Bound<'_, PyAny>, n: u32, new_clock: bool) -> PyResult<Vec<u64>> {
+        let request = parse_turn(py, Some(turn), None)?;
         let assembler = self.assembler.clone();
-        py.detach(move || time_in_rust(&assembler, &request.turn, n, new_clock)).map_err(|e| build_error(py, &e))
+        py.detach(move || proem::binding::time_in_rust(&assembler, &request.turn, n, new_clock))
+            .map_err(|e| build_error(py, &e))
     }
 
-    /// Builds the turn given as `proem serve`'s JSON body (bytes), the GIL
-    /// released for the build.
-    fn _build_json(&self, py: Python<'_>, body: &[u8]) -> PyResult<Built> {
-        let request = parse_turn(py, body)?;
-        if let Some(built) = self.assembler.memoised(&request.turn) {
-            return finish(py, built, request.strict);
-        }
-        let assembler = self.assembler.clone();
-        let turn: Turn = request.turn;
-        let built = py.detach(move || assembler.build(&turn)).map_err(|e| build_error(py, &e))?;
-        finish(py, built, request.strict)
+    /// The turn of a dict (or None) and keywords, checked, for
+    /// `_build_request` on another thread (`build_async`).
+    #[pyo3(signature = (turn, fields=None))]
+    fn _request(
+        &self,
+        py: Python<'_>,
+        turn: Option<&Bound<'_, PyAny>>,
+        fields: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Request> {
+        parse_turn(py, turn, fields).map(|request| Request { request })
+    }
+
+    /// Builds a checked turn, the GIL released for the build.
+    fn _build_request(&self, py: Python<'_>, request: &Request) -> PyResult<Built> {
+        self.build(py, &request.request)
+    }
+
+    /// Builds the turn of a dict (or None) and keywords, the GIL released
+    /// for the build (a build memo hit answers without releasing it).
+    #[pyo3(signature = (turn, fields=None))]
+    fn _build(
+        &self,
+        py: Python<'_>,
+        turn: Option<&Bound<'_, PyAny>>,
+        fields: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Built> {
+        let request = parse_turn(py, turn, fields)?;
+        self.build(py, &request)
     }
 }
 
-/// Times `n` builds of one turn in Rust alone, on this assembler
-/// (nanoseconds each): the baseline docs/PERFORMANCE.md sets the binding's
-/// own figures against, measured in the same process the same minute.
-/// With `new_clock`, build `i` is at the turn's `now` plus `i` seconds (a
-/// build memo miss every time, as a new turn's clock is).
-fn time_in_rust(assembler: &Assembler, turn: &Turn, n: usize, new_clock: bool) -> Result<Vec<u64>, ProemError> {
-    let mut turn = turn.clone();
-    let base = turn.now;
-    let mut times = Vec::with_capacity(n.min(1 << 20));
-    for i in 0..n {
-        if new_clock {
-            let seconds = i64::try_from(i).unwrap_or(i64::MAX);
-            turn.now = base.and_then(|t| t.checked_add_signed(proem_time_delta(seconds)));
-        }
-        let started = std::time::Instant::now();
-        let built = match assembler.memoised(&turn) {
-            Some(built) => built,
-            None => assembler.build(&turn)?,
+impl NativeAgent {
+    /// The build of `request`: the memo's own when it has it, else built
+    /// with the GIL released.
+    fn build(&self, py: Python<'_>, request: &BuildRequest) -> PyResult<Built> {
+        let built = match self.assembler.memoised_shared(&request.turn) {
+            Some(built) if !request.strict => built,
+            _ => {
+                let assembler = self.assembler.clone();
+                py.detach(|| proem::binding::build(&assembler, request)).map_err(|e| build_error(py, &e))?
+            }
         };
-        times.push(u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX));
-        drop(built);
+        Ok(Built { inner: built })
     }
-    Ok(times)
 }
 
-/// A duration of whole seconds, for [`time_in_rust`].
-fn proem_time_delta(seconds: i64) -> chrono::TimeDelta {
-    chrono::TimeDelta::try_seconds(seconds).unwrap_or_default()
-}
-
-/// The build, or with `strict`, the CLI's error when a plugin failed.
-fn finish(py: Python<'_>, built: proem::Built, strict: bool) -> PyResult<Built> {
-    if strict {
-        let request = BuildRequest { strict: true, ..BuildRequest::default() };
-        proem::render(&built, &request).map_err(|e| build_error(py, &e))?;
-    }
-    Ok(Built { inner: Arc::new(built) })
+/// A checked turn, not built yet.
+#[pyclass(frozen, module = "proem._proem")]
+struct Request {
+    request: BuildRequest,
 }
 
 /// A built prompt and its report.
@@ -205,15 +201,7 @@ struct Built {
 }
 
 fn format_of(name: &str) -> PyResult<Format> {
-    match name {
-        "text" => Ok(Format::Text),
-        "json" => Ok(Format::Json),
-        "anthropic" => Ok(Format::Anthropic),
-        "openai" => Ok(Format::Openai),
-        other => {
-            Err(PyValueError::new_err(format!("format: unknown format {other:?} (text, json, anthropic, openai)")))
-        }
-    }
+    proem::binding::format_named(name).map_err(PyValueError::new_err)
 }
 
 #[pymethods]
@@ -307,7 +295,11 @@ impl Built {
         self.inner
             .diagnostics
             .iter()
-            .map(|d| Diagnostic { level: level_name(d.level).into(), code: d.code.clone(), message: d.message.clone() })
+            .map(|d| Diagnostic {
+                level: proem::binding::level_name(d.level).into(),
+                code: d.code.clone(),
+                message: d.message.clone(),
+            })
             .collect()
     }
     /// Exactly what `proem build --format FORMAT` prints for this turn
@@ -321,16 +313,17 @@ impl Built {
     /// `{"system": [...]}`: the stable block with `cache_control` and the
     /// dynamic block, as `proem build --format anthropic` prints it.
     fn to_anthropic<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        json_loads(py, self.render("anthropic")?)
+        turn::to_python(py, &proem::binding::provider_value(&self.inner, Format::Anthropic))
     }
     /// `{"messages": [{"role": "system", "content": ...}]}`, as
     /// `proem build --format openai` prints it.
     fn to_openai<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        json_loads(py, self.render("openai")?)
+        turn::to_python(py, &proem::binding::provider_value(&self.inner, Format::Openai))
     }
     /// The JSON report (`proem build --format json`) as a dict.
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        json_loads(py, self.render("json")?)
+        let report = serde_json::to_value(&*self.inner).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        turn::to_python(py, &report)
     }
     fn __repr__(&self) -> String {
         format!(
@@ -343,19 +336,6 @@ impl Built {
     }
     fn __str__(&self) -> &str {
         &self.inner.prompt
-    }
-}
-
-/// One of the Rust renderer's JSON documents as Python objects.
-fn json_loads(py: Python<'_>, text: String) -> PyResult<Bound<'_, PyAny>> {
-    py.import("json")?.call_method1("loads", (text,))
-}
-
-fn level_name(level: proem::Level) -> &'static str {
-    match level {
-        proem::Level::Info => "info",
-        proem::Level::Warn => "warn",
-        proem::Level::Error => "error",
     }
 }
 
@@ -460,6 +440,7 @@ reprs! {
 fn _proem(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativeAgent>()?;
     m.add_class::<Built>()?;
+    m.add_class::<Request>()?;
     m.add_class::<TokenReport>()?;
     m.add_class::<SectionReport>()?;
     m.add_class::<FileReport>()?;

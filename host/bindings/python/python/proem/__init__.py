@@ -17,8 +17,6 @@ JSON body (``mode``, ``session_key``, ``heartbeat``, ``replies_optional``,
 from __future__ import annotations
 
 import asyncio
-import datetime as _dt
-import json as _json
 from typing import Any, Mapping, Optional
 
 from ._proem import (
@@ -46,31 +44,11 @@ __all__ = [
 ]
 
 
-def _field(value: Any) -> Any:
-    """A turn field as the JSON body has it (a datetime as RFC 3339)."""
-    if isinstance(value, _dt.datetime):
-        if value.tzinfo is None:
-            raise _bad_field("now", "a datetime needs a time zone (tzinfo), e.g. datetime.now(timezone.utc)")
-        return value.isoformat()
-    return value
-
-
-def _bad_field(field: str, message: str) -> ProemError:
-    """A bad-request ProemError about ``field`` (raised before the build)."""
-    err = ProemError(f"field `{field}`: {message}")
-    err.message, err.code, err.field, err.exit_code = str(err), "bad-request", field, 1
-    return err
-
-
-def _body(turn: Optional[Mapping[str, Any]], fields: Mapping[str, Any]) -> bytes:
-    merged: dict = {}
-    if turn is not None:
-        if not isinstance(turn, Mapping):
-            raise TypeError(f"turn: expected a dict of turn fields, got {type(turn).__name__}")
-        merged.update(turn)
-    merged.update(fields)
-    merged = {k: _field(v) for k, v in merged.items() if v is not None}
-    return _json.dumps(merged, ensure_ascii=False).encode("utf-8")
+def _as_dict(turn: Optional[Mapping[str, Any]]) -> Any:
+    """A Mapping that is not a dict, as a dict (the native half reads dicts)."""
+    if turn is None or type(turn) is dict or not isinstance(turn, Mapping):
+        return turn
+    return dict(turn)
 
 
 class Agent(_NativeAgent):
@@ -88,13 +66,13 @@ class Agent(_NativeAgent):
     def build(self, turn: Optional[Mapping[str, Any]] = None, /, **fields: Any) -> Built:
         """Builds the prompt for one turn. The GIL is released while it
         builds. Raises :class:`ProemError` on a bad field or a failed build."""
-        return self._build_json(_body(turn, fields))
+        return self._build(_as_dict(turn), fields)
 
     async def build_async(self, turn: Optional[Mapping[str, Any]] = None, /, **fields: Any) -> Built:
         """:meth:`build` on a worker thread (``asyncio.to_thread``), so the
         event loop goes on while it builds."""
-        body = _body(turn, fields)
-        return await asyncio.to_thread(self._build_json, body)
+        request = self._request(_as_dict(turn), fields)
+        return await asyncio.to_thread(self._build_request, request)
 
     def __repr__(self) -> str:
         return f"Agent({str(self.path)!r})"
