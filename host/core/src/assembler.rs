@@ -34,7 +34,9 @@ pub struct Assembler {
     pub(crate) config_found: bool,
     pub(crate) plugins: PluginSet,
     pub(crate) caching: Caching,
-    pub(crate) memo: Lock<BuildMemo<Built>>,
+    /// Shared, so a memo hit on `proem serve`'s async thread answers
+    /// without copying the ~100 KB build ([`Assembler::memoised_shared`]).
+    pub(crate) memo: Lock<BuildMemo<Arc<Built>>>,
     /// The last stable part's SHA-256, by its xxh3 (the stable part rarely
     /// changes, and SHA-256 of ~90 KB is the dearest step of a warm build).
     /// Kept unless every cache is off.
@@ -55,6 +57,9 @@ pub struct Assembler {
     /// The tokenizer.json `[budget] tokenizer` names, loaded when the
     /// assembler was made (see [`crate::vocab`]).
     pub(crate) file_tokenizer: Option<Tokenizer>,
+    /// The report's `stable_inputs` rows of the config, made once (see
+    /// [`crate::stable_inputs::config_inputs`]).
+    pub(crate) config_inputs: Vec<crate::report::StableInput>,
 }
 
 /// Section bodies whose characters [`Assembler::section_chars`] keeps.
@@ -134,6 +139,7 @@ impl Assembler {
         };
         Ok(Assembler {
             render_memos: crate::core_sections::RenderMemos::for_config(&config),
+            config_inputs: crate::stable_inputs::config_inputs(&config),
             workspace,
             config,
             config_file,
@@ -169,6 +175,13 @@ impl Assembler {
     /// How many builds were answered from the build memo.
     pub fn memo_hits(&self) -> u64 {
         self.memo.lock().hits()
+    }
+
+    /// How many builds reused the stable part the last build joined and
+    /// counted (a new clock with the same stable inputs; see
+    /// `budget::stable_part`).
+    pub fn stable_part_reuses(&self) -> u64 {
+        self.render_memos.stable_part_reuses.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Whether the memos' file check currently uses change notifications
@@ -221,12 +234,12 @@ impl Assembler {
         let tools_hash = tool_list(turn).map(tools_hash);
         let key = self.build_key(turn, contributed, now, tools_hash)?;
         if let Some(built) = self.memo.lock().get(key) {
-            return Ok(built.clone());
+            return Ok(Built::clone(built));
         }
         let plugin_memo = self.caching.plugin_outputs.then_some(keys);
         let built = self.build_fresh(turn, contributed, now, &|| plugin_memo, Some(generation), tools_hash)?;
         // Kept as it will be answered again: remembered, no plugin ran.
-        self.memo.lock().put(generation, key, built.remembered());
+        self.memo.lock().put(generation, key, Arc::new(built.remembered()));
         Ok(built)
     }
 
@@ -237,6 +250,11 @@ impl Assembler {
     /// What `proem serve` answers on its async threads before handing a
     /// build to the blocking pool.
     pub fn memoised(&self, turn: &Turn) -> Option<Built> {
+        self.memoised_shared(turn).map(|built| Built::clone(&built))
+    }
+
+    /// [`Assembler::memoised`], shared with the memo instead of copied.
+    pub fn memoised_shared(&self, turn: &Turn) -> Option<Arc<Built>> {
         if !self.caching.builds || !self.caching.file_events {
             return None;
         }
