@@ -18,7 +18,7 @@
 
 use crate::bootstrap::FileGroup;
 use crate::config::TruncationNotice;
-use crate::core_sections::{self, CoreInputs, CoreRender, Knobs};
+use crate::core_sections::{self, CoreInputs, CoreRender, Knobs, StablePart};
 use crate::error::ProemError;
 use crate::render::{join_in, join_in_with, join_stable, merge, order_in, replaced_ids, Joined};
 use crate::report::Diagnostic;
@@ -160,22 +160,6 @@ pub fn fit(
     let kept: Vec<Section> = sections.into_iter().filter(|s| s.zone == Zone::Stable || s.protected).collect();
     let needed = sent_tokens(&join(&kept), counter).max(protected_tokens(&kept, counter, tiering));
     Err(ProemError::BudgetTooSmall { needed, budget, over: needed.saturating_sub(budget) })
-}
-
-/// The stable part of a render, joined and counted.
-#[derive(Debug)]
-pub struct StablePart {
-    /// [`join_stable`] of the sections.
-    pub text: String,
-    /// Its exact tokens.
-    pub tokens: usize,
-    /// Its xxh3-128 (the counter's key for it).
-    pub xxh3: u128,
-    /// Where a prompt that starts with it is counted from
-    /// ([`TokenCounter::head_cut`]; 0 without the render memos).
-    pub head_end: usize,
-    /// Tokens of `text[..head_end]`.
-    pub head_tokens: usize,
 }
 
 impl StablePart {

@@ -111,7 +111,7 @@ pub struct RenderMemos {
     stable: LastValue<Arc<Vec<Section>>>,
     /// The stable part as the budget stage last joined and counted it (see
     /// `budget::stable_part`).
-    pub(crate) stable_part: LastValue<Arc<crate::budget::StablePart>>,
+    pub(crate) stable_part: LastValue<Arc<StablePart>>,
     /// How many times `stable_part` was reused.
     pub(crate) stable_part_reuses: std::sync::atomic::AtomicU64,
 }
@@ -123,6 +123,23 @@ impl RenderMemos {
         h.str(&format!("{config:?}"));
         RenderMemos { config_key: h.finish(), ..RenderMemos::default() }
     }
+}
+
+/// The stable part of a render, joined and counted (what `budget::fit`
+/// keeps in [`RenderMemos`]).
+#[derive(Debug)]
+pub struct StablePart {
+    /// `render::join_stable` of the sections.
+    pub text: String,
+    /// Its exact tokens.
+    pub tokens: usize,
+    /// Its xxh3-128 (the counter's key for it).
+    pub xxh3: u128,
+    /// Where a prompt that starts with it is counted from
+    /// (`TokenCounter::head_cut`; 0 without the render memos).
+    pub head_end: usize,
+    /// Tokens of `text[..head_end]`.
+    pub head_tokens: usize,
 }
 
 /// What the budget stage can turn.

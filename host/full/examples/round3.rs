@@ -165,9 +165,13 @@ fn micros(d: Duration) -> f64 {
 
 /// User plus system CPU time of this process (every thread).
 fn cpu_time() -> Duration {
-    // SAFETY: getrusage with a valid out-pointer.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    // SAFETY: a zeroed rusage is a valid value, and getrusage writes into
+    // this one through a valid pointer.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        usage
+    };
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
     tv(usage.ru_utime) + tv(usage.ru_stime)
 }
