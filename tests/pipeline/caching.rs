@@ -809,3 +809,66 @@ fn a_new_clock_on_the_same_day_is_a_memo_hit_unless_a_hook_sees_the_clock() {
         }
     }
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 24, ..Default::default() })]
+    /// A rebuild whose stable inputs are the last build's (a new day, time
+    /// zone, channel, chat or extra prompt) reuses the stable part that
+    /// build joined and counted instead of joining and counting it again,
+    /// and builds what a build with every cache off builds, report
+    /// included; a tight budget (some steps) may cut the dynamic part.
+    #[test]
+    fn a_rebuild_with_a_new_clock_reuses_the_stable_part_and_equals_an_uncached_build(
+        steps in proptest::collection::vec(
+            (
+                1i64..400 * 86_400,
+                proptest::sample::select(vec!["UTC", "Europe/Berlin", "Asia/Tokyo", "America/St_Johns"]),
+                proptest::option::of(proptest::sample::select(vec!["telegram", "discord", "slack"])),
+                proptest::bool::ANY,
+                proptest::option::of("[a-z ]{0,40}"),
+                proptest::option::of(proptest::sample::select(vec![900usize, 1400, 2500])),
+            ),
+            2..8,
+        ),
+    ) {
+        let agent = Agent::with_plugins(&(builtin("hardware-access", "") + &builtin("gpt5-overlay", "")));
+        agent.with_standard_files();
+        agent.file("MEMORY.md", &"- a remembered line of memory\n".repeat(80));
+        for i in 0..6 {
+            agent.skill(&format!("skill-{i:02}"), &format!("does thing number {i}"));
+        }
+        let assembler = agent.assembler();
+        let mut uncached = agent.assembler();
+        uncached.set_caching(Caching::NONE);
+        let start = proem_core::turn::parse_now("2026-11-21T09:30:00Z").unwrap();
+        let mut last_stable: Option<String> = None;
+        for (i, (seconds, zone, channel, group, extra, budget)) in steps.into_iter().enumerate() {
+            let turn = Turn {
+                now: Some(start + chrono::Duration::seconds(seconds)),
+                timezone: Some(zone.into()),
+                channel: channel.map(str::to_string),
+                chat_kind: Some(if group { proem::ChatKind::Group } else { proem::ChatKind::Direct }),
+                extra,
+                budget,
+                ..Turn::default()
+            };
+            let reuses = assembler.core().stable_part_reuses();
+            match (assembler.build(&turn), uncached.build(&turn)) {
+                (Ok(built), Ok(expected)) => {
+                    proptest::prop_assert_eq!(comparable(&built), comparable(&expected), "step {}", i);
+                    proptest::prop_assert_eq!(&built.stable_hash, &expected.stable_hash, "step {}", i);
+                    let reused = assembler.core().stable_part_reuses() > reuses;
+                    // Without budget pressure nothing the budget drops can
+                    // change the stable part: the same stable text is a reuse.
+                    if budget.is_none() && last_stable.as_deref() == Some(built.stable.as_str()) {
+                        proptest::prop_assert!(reused, "step {i}: the same stable part was joined and counted again");
+                    }
+                    // The memo keeps one stable part: a budget's cut may have replaced it.
+                    last_stable = budget.is_none().then(|| built.stable.clone());
+                }
+                (Err(a), Err(b)) => proptest::prop_assert_eq!(a.to_string(), b.to_string()),
+                (a, b) => proptest::prop_assert!(false, "step {i}: {:?} vs {:?}", a.map(|b| b.prompt), b.map(|b| b.prompt)),
+            }
+        }
+    }
+}

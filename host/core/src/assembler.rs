@@ -57,6 +57,9 @@ pub struct Assembler {
     /// The tokenizer.json `[budget] tokenizer` names, loaded when the
     /// assembler was made (see [`crate::vocab`]).
     pub(crate) file_tokenizer: Option<Tokenizer>,
+    /// The report's `stable_inputs` rows of the config, made once (see
+    /// [`crate::stable_inputs::config_inputs`]).
+    pub(crate) config_inputs: Vec<crate::report::StableInput>,
 }
 
 /// Section bodies whose characters [`Assembler::section_chars`] keeps.
@@ -136,6 +139,7 @@ impl Assembler {
         };
         Ok(Assembler {
             render_memos: crate::core_sections::RenderMemos::for_config(&config),
+            config_inputs: crate::stable_inputs::config_inputs(&config),
             workspace,
             config,
             config_file,
@@ -171,6 +175,13 @@ impl Assembler {
     /// How many builds were answered from the build memo.
     pub fn memo_hits(&self) -> u64 {
         self.memo.lock().hits()
+    }
+
+    /// How many builds reused the stable part the last build joined and
+    /// counted (a new clock with the same stable inputs; see
+    /// `budget::stable_part`).
+    pub fn stable_part_reuses(&self) -> u64 {
+        self.render_memos.stable_part_reuses.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Whether the memos' file check currently uses change notifications

@@ -18,11 +18,11 @@
 
 use crate::bootstrap::FileGroup;
 use crate::config::TruncationNotice;
-use crate::core_sections::{self, CoreInputs, CoreRender, Knobs};
+use crate::core_sections::{self, CoreInputs, CoreRender, Knobs, StablePart};
 use crate::error::ProemError;
-use crate::render::{join_in, merge, order_in, replaced_ids, Joined};
+use crate::render::{join_in, join_in_with, join_stable, merge, order_in, replaced_ids, Joined};
 use crate::report::Diagnostic;
-use crate::section::{core_key, ids, CutClass, Section, SectionKey, Zone, CORE_SOURCE};
+use crate::section::{core_key, core_spec, ids, CutClass, Section, SectionKey, Source, Tier, Zone, CORE_SOURCE};
 use crate::skills::SkillsForm;
 use crate::tokens::TokenCounter;
 
@@ -77,7 +77,6 @@ pub fn fit(
 ) -> Result<Fitted, ProemError> {
     let layout = inputs.stable.config.layout().mode(inputs.stable.mode);
     let tiering = inputs.stable.config.cache.tiering();
-    let join = |sections: &[Section]| join_in(sections, tiering);
     // OpenClaw's `none` is the identity line: nothing contributed joins it.
     let contributed = if core_sections::identity_only(&inputs.stable) { &[] } else { contributed };
     let plain = Knobs::untouched(inputs);
@@ -101,7 +100,8 @@ pub fn fit(
         let kept: Vec<Section> = contributed.iter().filter(|s| !knobs.dropped.contains(&s.key())).cloned().collect();
         // The core sections move into the merge (`Fitted::sections` has them).
         let (sections, merge_notes) = merge(std::mem::take(&mut render.sections), &kept, layout);
-        let joined = join(&sections);
+        let stable = stable_part(inputs, render.stable_key, &sections, counter);
+        let joined = join_in_with(&sections, tiering, stable.text.clone());
         let stable_limit = *stable_limit.get_or_insert_with(|| stable_limit_of(inputs, &sections, counter, budget));
         // The skills section's own cap ([skills] max_tokens), before the rest.
         if let Some(over) = over_skills_cap(inputs, &sections, counter) {
@@ -109,7 +109,7 @@ pub fn fit(
             continue;
         }
         let capped_knobs = capped.get_or_insert_with(|| knobs.clone()).clone();
-        let (stable_tokens, stable_xxh3) = counter.count_hashed(&joined.stable);
+        let (stable_tokens, stable_xxh3) = (stable.tokens, stable.xxh3);
         if stable_tokens > stable_limit {
             let excess = stable_tokens - stable_limit;
             if turn_one_knob(Zone::Stable, inputs, &render, &sections, &mut knobs, excess, counter) {
@@ -117,7 +117,7 @@ pub fn fit(
             }
             break;
         }
-        let total = sent_tokens(&joined, counter);
+        let total = stable.sent_tokens(&joined, counter);
         if total <= budget {
             diagnostics.extend(merge_notes);
             report_cuts(
@@ -167,6 +167,62 @@ fn too_small_after_every_cut(inputs: &CoreInputs, knobs: &Knobs, counter: &Token
     let kept: Vec<Section> = sections.into_iter().filter(|s| s.zone == Zone::Stable || s.protected).collect();
     let needed = sent_tokens(&join_in(&kept, tiering), counter).max(protected_tokens(&kept, counter, tiering));
     ProemError::BudgetTooSmall { needed, budget, over: needed.saturating_sub(budget) }
+}
+
+impl StablePart {
+    /// [`sent_tokens`] of `joined` (whose prompt starts with this part):
+    /// the head's tokens plus the rest's, so the ~90 KB the head holds is
+    /// neither hashed nor looked up again.
+    fn sent_tokens(&self, joined: &Joined, counter: &TokenCounter) -> usize {
+        debug_assert!(joined.prompt.starts_with(&self.text[..self.head_end]));
+        let rest = joined.prompt.get(self.head_end..).map_or(0, |rest| counter.count(rest));
+        self.head_tokens
+            .saturating_add(rest)
+            .saturating_add(joined.turn_context.as_deref().map_or(0, |t| counter.count(t)))
+    }
+}
+
+/// The stable part of `sections` (a render merged with the contributed
+/// sections), joined and counted; or, with the render memos, the one the
+/// last build made of the same stable sections. A new clock changes the
+/// dynamic part alone, so its rebuild reuses the ~90 KB join and count.
+///
+/// The key is every input of [`join_stable`] and the count: the core
+/// stable sections stand for themselves by `core_key` (the render memo's
+/// key: equal keys, equal sections), the others by their bodies; the
+/// sections of the stable part in order, by id and source; the tokenizer.
+fn stable_part(
+    inputs: &CoreInputs,
+    core_key: Option<u128>,
+    sections: &[Section],
+    counter: &TokenCounter,
+) -> std::sync::Arc<StablePart> {
+    let compute = |with_head: bool| {
+        let text = join_stable(sections);
+        let (tokens, xxh3) = counter.count_hashed(&text);
+        let head_end = if with_head { counter.head_cut(&text) } else { 0 };
+        let head_tokens = counter.count(&text[..head_end]);
+        std::sync::Arc::new(StablePart { text, tokens, xxh3, head_end, head_tokens })
+    };
+    let Some((memos, core_key)) = inputs.stable.memos.zip(core_key) else { return compute(false) };
+    let mut h = crate::memo::KeyHasher::default();
+    h.num128(core_key).str(counter.tokenizer().name());
+    for s in sections.iter().filter(|s| s.tier() == Tier::Stable) {
+        let by_core_key = s.source == Source::Core && core_spec(&s.id).is_some_and(|spec| !spec.per_turn);
+        h.str(&s.id).str(&s.source.to_string()).num(u64::from(by_core_key));
+        if !by_core_key {
+            h.str(&s.body);
+        }
+    }
+    let mut computed = false;
+    let part = memos.stable_part.get_or_compute(h.finish(), || {
+        computed = true;
+        compute(true)
+    });
+    if !computed {
+        memos.stable_part_reuses.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+    part
 }
 
 /// Counts ahead what [`fit`] and the build report will count, as far as

@@ -109,6 +109,11 @@ pub struct RenderMemos {
     skills: LastValue<String>,
     /// The stable core sections, before the budget stage drops any.
     stable: LastValue<Arc<Vec<Section>>>,
+    /// The stable part as the budget stage last joined and counted it (see
+    /// `budget::stable_part`).
+    pub(crate) stable_part: LastValue<Arc<StablePart>>,
+    /// How many times `stable_part` was reused.
+    pub(crate) stable_part_reuses: std::sync::atomic::AtomicU64,
 }
 
 impl RenderMemos {
@@ -118,6 +123,23 @@ impl RenderMemos {
         h.str(&format!("{config:?}"));
         RenderMemos { config_key: h.finish(), ..RenderMemos::default() }
     }
+}
+
+/// The stable part of a render, joined and counted (what `budget::fit`
+/// keeps in [`RenderMemos`]).
+#[derive(Debug)]
+pub struct StablePart {
+    /// `render::join_stable` of the sections.
+    pub text: String,
+    /// Its exact tokens.
+    pub tokens: usize,
+    /// Its xxh3-128 (the counter's key for it).
+    pub xxh3: u128,
+    /// Where a prompt that starts with it is counted from
+    /// (`TokenCounter::head_cut`; 0 without the render memos).
+    pub head_end: usize,
+    /// Tokens of `text[..head_end]`.
+    pub head_tokens: usize,
 }
 
 /// What the budget stage can turn.
@@ -162,6 +184,9 @@ pub struct CoreRender {
     pub truncated: BTreeSet<String>,
     /// The files as injected.
     pub files: Arc<Vec<InjectedFile>>,
+    /// The key the stable core sections were kept under in the render
+    /// memos (`None` without them): equal keys, equal stable sections.
+    pub stable_key: Option<u128>,
 }
 
 impl CoreRender {
@@ -283,10 +308,9 @@ pub fn render(inputs: &CoreInputs, knobs: &Knobs) -> CoreRender {
         Some(memos) => memos.injected.get_or_compute(injected, inject),
         None => inject(),
     };
-    let stable_sections = match stable.memos {
-        Some(memos) => memos.stable.get_or_compute(stable_key(stable, knobs, injected, memos.config_key), || {
-            Arc::new(stable_sections(stable, knobs, &files))
-        }),
+    let stable_key = stable.memos.map(|memos| stable_key(stable, knobs, injected, memos.config_key));
+    let stable_sections = match stable.memos.zip(stable_key) {
+        Some((memos, key)) => memos.stable.get_or_compute(key, || Arc::new(stable_sections(stable, knobs, &files))),
         None => Arc::new(stable_sections(stable, knobs, &files)),
     };
     let mut truncated = BTreeSet::new();
@@ -305,7 +329,7 @@ pub fn render(inputs: &CoreInputs, knobs: &Knobs) -> CoreRender {
             truncated.insert(f.group.section_id().to_string());
         }
     }
-    CoreRender { sections, truncated, files }
+    CoreRender { sections, truncated, files, stable_key }
 }
 
 /// The layout of the build's mode.

@@ -225,8 +225,18 @@ pub fn in_prompt_order(mut sections: Vec<Section>, tiering: Tiering) -> Vec<Sect
 /// session and per-turn blocks (each section's block is [`Section::tier`]'s
 /// rule; within a block, prompt order holds).
 pub fn join_in(sections: &[Section], tiering: Tiering) -> Joined {
+    join_in_with(sections, tiering, join_stable(sections))
+}
+
+/// The stable part of [`join_in`]: the stable sections joined by blank lines.
+pub fn join_stable(sections: &[Section]) -> String {
+    join_bodies(sections.iter().filter(|s| s.tier() == Tier::Stable))
+}
+
+/// [`join_in`] with its stable part joined already (`stable`: what
+/// [`join_stable`] makes of the same sections).
+pub fn join_in_with(sections: &[Section], tiering: Tiering, stable: String) -> Joined {
     let in_tier = |tier: Tier| sections.iter().filter(move |s| s.tier() == tier);
-    let stable = join_bodies(in_tier(Tier::Stable));
     let session = join_bodies(in_tier(Tier::Session));
     let (dynamic, turn_context) = match tiering.per_turn {
         PerTurn::UserMessage => (session.clone(), Some(join_bodies(in_tier(Tier::Turn)))),
@@ -269,7 +279,12 @@ pub enum Format {
 pub fn format(built: &Built, format: Format) -> String {
     let request = |profile: Profile| serde_json::to_string_pretty(&request(built, profile)).expect("json");
     match format {
-        Format::Text => format!("{}\n", built.prompt),
+        Format::Text => {
+            let mut text = String::with_capacity(built.prompt.len() + 1);
+            text.push_str(&built.prompt);
+            text.push('\n');
+            text
+        }
         Format::Json => serde_json::to_string_pretty(built).expect("report serialises"),
         Format::Anthropic => request(Profile::Anthropic),
         Format::Openai => request(Profile::Openai),

@@ -28,8 +28,10 @@ pub struct Sources<'a> {
     pub files: &'a [InjectedFile],
     /// The agent's plugins.
     pub plugins: &'a [LoadedPlugin],
-    /// The config.
-    pub config: &'a crate::config::Config,
+    /// The config's rows, made once per assembler by [`config_inputs`]
+    /// (the config is fixed for its life; serialising it was a fifth of a
+    /// build with a new clock).
+    pub config: &'a [StableInput],
     /// The tools in the prompt.
     pub tools: &'a [PromptTool],
     /// The skills.
@@ -43,6 +45,20 @@ fn digest(parts: &[&str]) -> String {
         h.update(part.as_bytes());
     }
     format!("{:016x}", h.digest())
+}
+
+/// One row per table of proem.toml (`config:[budget]`), for the build as
+/// a whole: what [`collect`] reports of `config`.
+pub fn config_inputs(config: &crate::config::Config) -> Vec<StableInput> {
+    let Ok(serde_json::Value::Object(tables)) = serde_json::to_value(config) else { return Vec::new() };
+    tables
+        .into_iter()
+        .map(|(table, value)| StableInput {
+            section: String::new(),
+            input: format!("config:[{table}]"),
+            digest: digest(&[&value.to_string()]),
+        })
+        .collect()
 }
 
 /// The stable part's inputs, sorted by section then input.
@@ -64,15 +80,11 @@ pub fn collect(s: &Sources<'_>) -> Vec<StableInput> {
     for f in s.files.iter().filter(|f| f.group != FileGroup::Dynamic) {
         push(&format!("core/{}", f.group.section_id()), format!("file:{}", f.name), digest(&[&f.text]));
     }
-    if let Ok(serde_json::Value::Object(tables)) = serde_json::to_value(s.config) {
-        for (table, value) in tables {
-            push("", format!("config:[{table}]"), digest(&[&value.to_string()]));
-        }
-    }
     let tools: Vec<&str> = s.tools.iter().flat_map(|t| [t.name.as_str(), &t.summary, &t.schema]).collect();
     push("", "tools".into(), digest(&tools));
     let skills: Vec<&str> = s.skills.iter().flat_map(|k| [k.name.as_str(), &k.description, &k.location]).collect();
     push("", "skills".into(), digest(&skills));
+    out.extend(s.config.iter().cloned());
     out.sort();
     out
 }

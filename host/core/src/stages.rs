@@ -458,7 +458,7 @@ impl Assembler {
             sections: &sections,
             files: &fitted.render.files,
             plugins: self.plugins.plugins(),
-            config: &self.config,
+            config: &self.config_inputs,
             tools: &inputs.stable.tools,
             skills: &inputs.stable.skills,
         });

@@ -149,6 +149,19 @@ impl TokenCounter {
         (self.count_with_hash(text, whole), whole)
     }
 
+    /// Where the last piece of [`chunks`] of `text` starts, when this
+    /// counter's counts add up by those pieces (else 0). A cut there is one
+    /// of [`chunks`]'s: it depends on the bytes on either side alone, so the
+    /// tokens of `text[..at]` plus those of the rest of any text that starts
+    /// with `text` are that text's count. A prompt whose stable part was
+    /// counted is then counted from its last piece on.
+    pub fn head_cut(&self, text: &str) -> usize {
+        if !self.tokenizer.sums_by_paragraph() {
+            return 0;
+        }
+        chunks(text).last().map_or(0, |last| text.len() - last.len())
+    }
+
     fn count_with_hash(&self, text: &str, whole: u128) -> usize {
         if text.is_empty() {
             return 0;
@@ -831,6 +844,27 @@ mod tests {
             c.load(&dir);
             assert_eq!(c.count(text), n);
             assert_eq!(c.encoded_bytes(), text.len() as u64, "a bad file is not trusted");
+        }
+    }
+
+    proptest::proptest! {
+        /// A text that starts with another is counted exactly from the
+        /// other's [`TokenCounter::head_cut`] on: the head's tokens plus the
+        /// rest's are the whole's, whatever follows (both vocabularies).
+        #[test]
+        fn a_text_is_counted_exactly_from_the_head_cut_of_its_start(
+            head in proptest::collection::vec("[a-zA-Z0-9 .,:/`<>*#-]{0,40}|\\PC{0,20}|\n|\n\n| {1,3}", 0..60),
+            rest in proptest::collection::vec("[a-zA-Z0-9 .,:/`<>*#-]{0,40}|\\PC{0,20}|\n|\n\n| {1,3}", 0..20),
+        ) {
+            let head: String = head.concat();
+            let whole = format!("{head}{}", rest.concat());
+            for tokenizer in [Tokenizer::O200kBase, Tokenizer::Cl100kBase] {
+                let counter = TokenCounter::new(tokenizer);
+                let at = counter.head_cut(&head);
+                proptest::prop_assert!(at <= head.len());
+                let by_parts = counter.count(&head[..at]) + counter.count(&whole[at..]);
+                proptest::prop_assert_eq!(by_parts, reference(tokenizer).encode_ordinary(&whole).len(), "cut at {}", at);
+            }
         }
     }
 

@@ -110,6 +110,12 @@ impl Assembler {
         self.inner.memoised(turn)
     }
 
+    /// [`Assembler::memoised`], shared with the memo instead of copied
+    /// (what `proem serve` answers a memo hit with).
+    pub fn memoised_shared(&self, turn: &Turn) -> Option<std::sync::Arc<Built>> {
+        self.inner.memoised_shared(turn)
+    }
+
     /// Chooses what is kept between builds (all on by default; see
     /// [`Caching`]).
     pub fn set_caching(&mut self, caching: Caching) {

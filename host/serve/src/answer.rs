@@ -76,11 +76,13 @@ impl Extras {
     }
 }
 
-/// The body and content type of a `/build` response.
-pub fn build_body(served: &Served, extras: Extras) -> (String, &'static str) {
+/// The body and content type of a `/build` response. Without the report
+/// the body is the build's text, moved out of `served` (not copied: it is
+/// most of a response's bytes).
+pub fn build_body(served: &mut Served, extras: Extras) -> (String, &'static str) {
     if !extras.report {
         let content_type = if served.format == Format::Text { "text/plain; charset=utf-8" } else { "application/json" };
-        return (served.text.clone(), content_type);
+        return (std::mem::take(&mut served.text), content_type);
     }
     let output = match served.format {
         Format::Text => Value::String(served.text.clone()),

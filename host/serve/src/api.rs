@@ -426,8 +426,8 @@ async fn build(
         }
     };
     match run_build(&state, &id, &headers, body).await {
-        Ok(served) => {
-            let (body, content_type) = answer::build_body(&served, extras);
+        Ok(mut served) => {
+            let (body, content_type) = answer::build_body(&mut served, extras);
             answer::respond(&served, body, content_type, &headers)
         }
         Err(problem) => problem_response(&state, problem),
@@ -626,10 +626,10 @@ fn memoised(
     dir: &FsPath,
 ) -> Result<Option<(Arc<proem::Built>, String)>, Problem> {
     let started = Instant::now();
-    let Some(built) = assembler.memoised(&request.turn) else { return Ok(None) };
+    let Some(built) = assembler.memoised_shared(&request.turn) else { return Ok(None) };
     let text = proem_core::request::respond(&built, request).map_err(|e| problem_of(e, dir))?;
     state.metrics.build(id, "ok", started.elapsed(), Some(&built), true);
-    Ok(Some((Arc::new(built), text)))
+    Ok(Some((built, text)))
 }
 
 /// A build slot: a free one at once, else a wait in the queue, or 503 when
