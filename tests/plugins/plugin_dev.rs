@@ -63,7 +63,7 @@ fn plugin_dev_once_builds_pins_and_prints_the_sections_and_the_diff() {
     assert!(out.contains("(Rust)"), "{out}");
     assert!(dir.path().join("built.txt").exists(), "the build did not run in DIR");
     let first = proem_core::digest::sha256_hex(guest_wasm("proem-fixture-guest"));
-    assert!(out.contains(&format!("re-pinned my-plugin (plugins/my_plugin.wasm)")), "{out}");
+    assert!(out.contains("re-pinned my-plugin (plugins/my_plugin.wasm)"), "{out}");
     assert!(out.contains(&format!("sha256 {first}")), "{out}");
     assert!(pin(agent.path()).contains(&first));
     assert!(out.contains("plugin my-plugin: ok"), "{out}");
