@@ -695,7 +695,7 @@ fn every_response_matches_the_openapi_document() {
 /// route's document (or the other way) fails here.
 #[test]
 fn the_litellm_route_documents_every_turn_field_as_a_parameter() {
-    let doc: Value = serde_json::from_str(include_str!("../host/serve/src/openapi.json")).unwrap();
+    let doc: Value = serde_json::from_str(include_str!("../../host/serve/src/openapi.json")).unwrap();
     let body = doc["components"]["schemas"]["BuildRequest"]["properties"].as_object().unwrap();
     let mut expected: Vec<&str> = body.keys().map(String::as_str).filter(|k| *k != "format").collect();
     expected.extend(["prompt_id", "owner"]);

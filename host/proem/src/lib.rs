@@ -98,7 +98,7 @@ impl Assembler {
     }
 
     /// [`Assembler::memoised`] without the copy: the remembered build
-    /// itself, shared.
+    /// itself, shared (what `proem serve` answers a memo hit with).
     pub fn memoised_shared(&self, turn: &Turn) -> Option<std::sync::Arc<Built>> {
         self.inner.memoised_shared(turn)
     }
@@ -108,12 +108,6 @@ impl Assembler {
     /// [`Assembler::build`]".
     pub fn memoised(&self, turn: &Turn) -> Option<Built> {
         self.inner.memoised(turn)
-    }
-
-    /// [`Assembler::memoised`], shared with the memo instead of copied
-    /// (what `proem serve` answers a memo hit with).
-    pub fn memoised_shared(&self, turn: &Turn) -> Option<std::sync::Arc<Built>> {
-        self.inner.memoised_shared(turn)
     }
 
     /// Chooses what is kept between builds (all on by default; see
