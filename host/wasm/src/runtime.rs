@@ -93,10 +93,14 @@ mod tests {
     fn a_binary_that_cannot_run_says_which_step_refused_it() {
         let refused = WASMTIME.check(b"not wasm").unwrap_err();
         assert!(matches!(&refused, PluginError::Refused(_)), "{refused:?}");
-        let compile = WASMTIME.link(b"\0asm\x0d\0\x01\0not a component", "0.2.0", None).err().unwrap();
+        let link = |wasm: &[u8]| {
+            let digest = proem_core::digest::sha256_hex(wasm);
+            WASMTIME.link(&digest, &|| Ok(std::borrow::Cow::Borrowed(wasm)), "0.2.0", None).err().unwrap()
+        };
+        let compile = link(b"\0asm\x0d\0\x01\0not a component");
         assert!(matches!(&compile, PluginError::Compile(m) if m.starts_with("cannot compile: ")), "{compile:?}");
         let lacking = wat::parse_str(r#"(component (import "nope" (func)))"#).unwrap();
-        let link = WASMTIME.link(&lacking, "0.2.0", None).err().unwrap();
+        let link = link(&lacking);
         assert!(
             matches!(&link, PluginError::Link(m) if m.starts_with("cannot link") && m.contains("nope")),
             "{link:?}"
