@@ -113,17 +113,26 @@ fn build(agent: &Agent) -> Run {
 }
 
 /// The peak RSS of the same build with a plugin that makes no host call
-/// (the largest of three runs).
+/// (the largest of three runs that answered). On a loaded machine the
+/// empty call can miss its wall-clock deadline; such a run says nothing of
+/// memory, so it is run again, at most ten times in all.
 fn baseline(agent: &Agent) -> u64 {
     configure(agent, "");
-    (0..3)
-        .map(|_| {
-            let run = build(agent);
-            assert_eq!(run.status, "ok", "{run:?}");
-            run.peak_mib
-        })
-        .max()
-        .unwrap()
+    let mut peaks = Vec::new();
+    let mut missed = Vec::new();
+    for _ in 0..10 {
+        let run = build(agent);
+        if run.status == "ok" {
+            peaks.push(run.peak_mib);
+        } else {
+            missed.push(run);
+        }
+        if peaks.len() == 3 {
+            break;
+        }
+    }
+    assert_eq!(peaks.len(), 3, "a plugin with no host call did not answer: {missed:?}");
+    peaks.into_iter().max().unwrap()
 }
 
 #[test]

@@ -1363,7 +1363,8 @@ fn open(
     let code = code(api.clone(), wasm, cache_dir, runtime);
     let digest = code.wasm.digest();
     let read = || Ok(std::borrow::Cow::Borrowed(&bytes[..]));
-    let _ = code.linked.set(Ok(runtime.link(&digest, &read, &api, cache_dir.map(|d| &**d)).map_err(|e| e.to_string())?));
+    let _ =
+        code.linked.set(Ok(runtime.link(&digest, &read, &api, cache_dir.map(|d| &**d)).map_err(|e| e.to_string())?));
     let outcome = runtime.run(vec![describe(&code, agent_dir)], &mut || {}).remove(0);
     let info = match outcome.result {
         Ok(Response::Info(info)) => info,
