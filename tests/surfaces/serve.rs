@@ -314,6 +314,63 @@ fn edits_reload_and_a_broken_config_keeps_the_last_good_one_serving() {
     );
 }
 
+/// A file rewritten in place (same inode), at the same size, with its
+/// modification time set back, is still a change: the stamp serve reloads
+/// by holds the status-change time, which no one can set back. For the
+/// config (a reload) and a workspace file (the build shows it).
+#[test]
+fn an_in_place_rewrite_with_its_mtime_set_back_is_still_reloaded() {
+    plugin_env();
+    let parent = tempfile::tempdir().unwrap();
+    let dir = agent_copy(parent.path(), "marlow");
+    let rewrite_keeping_mtime = |path: &Path, from: &str, to: &str| {
+        assert_eq!(from.len(), to.len(), "a same-size edit");
+        let old = std::fs::read_to_string(path).unwrap();
+        assert!(old.contains(from), "{from} in {}", path.display());
+        let mtime = std::fs::metadata(path).unwrap().modified().unwrap();
+        let mut file = std::fs::OpenOptions::new().write(true).truncate(true).open(path).unwrap();
+        std::io::Write::write_all(&mut file, old.replace(from, to).as_bytes()).unwrap();
+        file.set_times(std::fs::FileTimes::new().set_modified(mtime)).unwrap();
+        drop(file);
+        assert_eq!(std::fs::metadata(path).unwrap().modified().unwrap(), mtime);
+    };
+    // Old enough that the edit lands in another second than the load.
+    std::thread::sleep(Duration::from_millis(1100));
+    let server = Server::start(&[dir.to_str().unwrap()]);
+    let rt = runtime();
+    let c = client();
+    let get = |path: &str| -> Value {
+        rt.block_on(async { c.get(format!("{}{path}", server.url)).send().await.unwrap().json().await.unwrap() })
+    };
+    let build = || -> String {
+        rt.block_on(async {
+            let body = json!({"now": "2026-11-21T09:30:00Z"});
+            let r = c.post(format!("{}/v1/agents/marlow/build", server.url)).json(&body).send().await.unwrap();
+            r.text().await.unwrap()
+        })
+    };
+    let first = build();
+    assert!(first.contains("Marlow"), "{first}");
+    let toml = std::fs::read_to_string(dir.join("proem.toml")).unwrap();
+    let (from, to) = if toml.contains("tokens = 24000") {
+        ("tokens = 24000", "tokens = 23000")
+    } else {
+        panic!("examples/marlow/proem.toml sets [budget] tokens = 24000: {toml}")
+    };
+    rewrite_keeping_mtime(&dir.join("proem.toml"), from, to);
+    eventually("the rewritten proem.toml is reloaded", || get("/v1/agents/marlow")["reloads"].as_u64() >= Some(1));
+    let soul = std::fs::read_to_string(dir.join("SOUL.md")).unwrap();
+    // A word the prompt shows (the front matter is not shown).
+    let word = soul
+        .split_whitespace()
+        .filter(|w| w.len() >= 5 && w.chars().all(|c| c.is_ascii_alphabetic()))
+        .find(|w| first.matches(*w).count() == soul.matches(*w).count())
+        .unwrap();
+    let same_size = "Q".repeat(word.len());
+    rewrite_keeping_mtime(&dir.join("SOUL.md"), word, &same_size);
+    eventually("the rewritten SOUL.md is served", || build().contains(&same_size));
+}
+
 /// An agent with one fixture plugin that spins until its deadline.
 pub fn slow_agent(parent: &Path, deadline_ms: u32) -> PathBuf {
     let dir = parent.join("slow");

@@ -479,7 +479,8 @@ fn changes(before: Option<&proem::Built>, after: &proem::Built, text: &mut Strin
 }
 
 /// Runs the build in `dir`, in a process group of its own (so a timeout
-/// stops every process it started), its output to stderr as it comes.
+/// stops every process of the group; one that leaves it, by `setsid`, is
+/// not the build's), its output to stderr as it comes.
 fn run_build(builder: &Builder, dir: &Path, timeout: Duration) -> Result<(), String> {
     use std::os::unix::process::CommandExt;
     let shown = builder.shown();

@@ -525,9 +525,12 @@ fn agent_id(dir: &Path) -> Result<String, String> {
     }
 }
 
-/// What tells a file changed: modification time, size and inode (an
-/// editor's save renames a new file over the old one).
-type Stamp = (SystemTime, u64, u64);
+/// What tells a file changed: modification time, size, inode (an
+/// editor's save renames a new file over the old one) and status-change
+/// time with its nanoseconds. The ctime is what no one can set back: a file
+/// rewritten in place at the same size with its mtime restored (`touch -r`)
+/// still moves it.
+type Stamp = (SystemTime, u64, u64, (i64, i64));
 
 /// A file's [`Stamp`]: `None` when it does not exist, an error when it
 /// could not be looked at (out of memory, no permission): then nothing is
@@ -535,7 +538,9 @@ type Stamp = (SystemTime, u64, u64);
 fn stamp_of(path: &Path) -> io::Result<Option<Stamp>> {
     use std::os::unix::fs::MetadataExt;
     match std::fs::metadata(path) {
-        Ok(m) => Ok(Some((m.modified().unwrap_or(SystemTime::UNIX_EPOCH), m.len(), m.ino()))),
+        Ok(m) => {
+            Ok(Some((m.modified().unwrap_or(SystemTime::UNIX_EPOCH), m.len(), m.ino(), (m.ctime(), m.ctime_nsec()))))
+        }
         Err(e) if is_missing(&e) => Ok(None),
         Err(e) => Err(e),
     }

@@ -84,8 +84,8 @@ impl Default for Hub {
     }
 }
 
-/// A folder's files: path relative to it → (size, modified).
-type Folder = BTreeMap<String, (u64, Option<SystemTime>)>;
+/// A folder's files: path relative to it → (size, modified, status change).
+type Folder = BTreeMap<String, (u64, Option<SystemTime>, (i64, i64))>;
 
 impl Hub {
     /// Sends a change to every open stream.
@@ -164,7 +164,10 @@ fn read_folder(dir: &Path) -> Folder {
             if kind.is_dir() {
                 into.push(rel);
             } else if let Ok(meta) = std::fs::metadata(entry.path()) {
-                folder.insert(rel, (meta.len(), meta.modified().ok()));
+                use std::os::unix::fs::MetadataExt;
+                // ctime too: a same-size rewrite with its mtime set back
+                // still changes it.
+                folder.insert(rel, (meta.len(), meta.modified().ok(), (meta.ctime(), meta.ctime_nsec())));
             }
         }
     };

@@ -11,7 +11,7 @@
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
-use proem::binding::{Refusal, Spelling};
+use proem::binding::{Refusal, Spelling, MAX_DEPTH, MAX_NODES};
 use proem::{Assembler, BuildRequest, Caching, Format, ProemError};
 use std::sync::Arc;
 
@@ -165,8 +165,11 @@ fn turn_members(turn: Option<Unknown<'_>>) -> std::result::Result<serde_json::Ma
         return Err(not_an_object());
     }
     let names = Object::keys(&object).map_err(|e| Refusal::of_turn(e.reason))?;
+    let mut nodes = MAX_NODES;
     for name in names {
         let field = Spelling::Camel.to_body(&name);
+        let member = object.get_named_property::<Unknown<'_>>(&name).map_err(|e| Refusal::of_turn(e.reason))?;
+        within_bounds(&member, MAX_DEPTH, &mut nodes).map_err(|why| Refusal::of_field(Spelling::Camel, &field, why))?;
         match object.get::<serde_json::Value>(&name) {
             Ok(None | Some(serde_json::Value::Null)) => {}
             Ok(Some(value)) => {
@@ -178,6 +181,36 @@ fn turn_members(turn: Option<Unknown<'_>>) -> std::result::Result<serde_json::Ma
         }
     }
     Ok(members)
+}
+
+/// Refuses a value nested deeper than [`MAX_DEPTH`] or holding more than
+/// [`MAX_NODES`] values in all, counting an array by its `length` before an
+/// element is read: napi-rs's converter reserves room for `length` elements
+/// first, so a sparse array of length 2³²−1 would abort the process. Every
+/// array's length and object's keys are charged to `nodes`, shared values
+/// each time they are reached, so the walk is bounded by `nodes` too.
+fn within_bounds(value: &Unknown<'_>, depth: u32, nodes: &mut usize) -> std::result::Result<(), String> {
+    if !matches!(value.get_type(), Ok(ValueType::Object)) {
+        return Ok(());
+    }
+    let depth = depth.checked_sub(1).ok_or_else(|| format!("nested deeper than {MAX_DEPTH} levels"))?;
+    // SAFETY: its type was checked just above.
+    let object: Object<'_> = unsafe { value.cast() }.map_err(|e| e.reason)?;
+    let too_many = || format!("more than {MAX_NODES} values");
+    if object.is_array().unwrap_or(false) {
+        let length = object.get_array_length().map_err(|e| e.reason)?;
+        *nodes = nodes.checked_sub(length as usize).ok_or_else(too_many)?;
+        for index in 0..length {
+            within_bounds(&object.get_element::<Unknown<'_>>(index).map_err(|e| e.reason)?, depth, nodes)?;
+        }
+    } else {
+        let keys = Object::keys(&object).map_err(|e| e.reason)?;
+        *nodes = nodes.checked_sub(keys.len()).ok_or_else(too_many)?;
+        for key in keys {
+            within_bounds(&object.get_named_property::<Unknown<'_>>(&key).map_err(|e| e.reason)?, depth, nodes)?;
+        }
+    }
+    Ok(())
 }
 
 /// Builds `request`, the memo first; with `strict`, a failed plugin fails.

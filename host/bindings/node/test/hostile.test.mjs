@@ -16,6 +16,17 @@ const cyclic = {};
 cyclic.self = cyclic;
 let deep = "leaf";
 for (let i = 0; i < 100_000; i++) deep = [deep];
+// Arrays that claim more elements than a turn may hold, none of them there
+// (a converter that reserves room for `length` first would abort).
+const sparse = (length) => {
+  const items = [];
+  items.length = length;
+  return items;
+};
+// One array reached along 2^60 paths: a walk that visits shared values
+// again must still be bounded.
+let shared = ["x", "y"];
+for (let i = 0; i < 60; i++) shared = [shared, shared];
 
 const HOSTILE = [
   [{ channel: () => "telegram" }, "channel"],
@@ -29,6 +40,10 @@ const HOSTILE = [
   [{ tools: [{ name: "a", parameters: deep }] }, "tools"],
   [{ tools: [{ name: "a", parameters: () => 1 }] }, "tools"],
   [{ sessionKey: 42 }, "sessionKey"],
+  [{ owners: sparse(2 ** 32 - 1) }, "owners"],
+  [{ owners: sparse(1_000_001) }, "owners"],
+  [{ tools: [{ name: "a", parameters: sparse(2 ** 31) }] }, "tools"],
+  [{ tools: [{ name: "a", parameters: shared }] }, "tools"],
 ];
 
 test("a hostile value is a bad request naming its field", async () => {

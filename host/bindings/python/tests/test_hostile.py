@@ -72,6 +72,50 @@ def test_a_non_str_key_is_refused_and_a_mapping_is_a_dict(repo):
             agent.build(not_a_turn)
 
 
+class EndlessMapping:
+    """A Mapping whose keys never end (each one a new str)."""
+
+    def __getitem__(self, key):
+        return "x"
+
+    def __iter__(self):
+        n = 0
+        while True:
+            n += 1
+            yield f"k{n}"
+
+    def __len__(self):
+        return 1
+
+
+class FailingMapping(EndlessMapping):
+    def __getitem__(self, key):
+        raise RuntimeError("no")
+
+    def __iter__(self):
+        yield "channel"
+
+
+class IntKeyedMapping(EndlessMapping):
+    def __iter__(self):
+        while True:
+            yield 1
+
+
+def test_a_mapping_that_never_ends_or_fails_is_a_bad_request(repo):
+    import collections.abc
+
+    for cls in (EndlessMapping, FailingMapping, IntKeyedMapping):
+        collections.abc.Mapping.register(cls)
+    agent = proem.Agent(repo / "examples" / "marlow")
+    for turn, words in ((EndlessMapping(), "more than"), (FailingMapping(), "RuntimeError"), (IntKeyedMapping(), "str")):
+        with pytest.raises(proem.ProemError) as raised:
+            agent.build(turn)
+        assert raised.value.code == "bad-request", raised.value.message
+        assert words in raised.value.message, raised.value.message
+        assert raised.value.exit_code == 1
+
+
 def test_a_huge_string_is_budgeted_not_refused(repo):
     agent = proem.Agent(repo / "examples" / "marlow")
     built = agent.build(now=NOW, extra="x " * 2_000_000, budget=20_000)

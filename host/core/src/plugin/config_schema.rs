@@ -64,13 +64,37 @@ pub struct Schema {
     /// `None`: any; `Some(None)`: none (false); `Some(Some(s))`: each by `s`.
     additional: Option<Option<Box<Schema>>>,
     items: Option<Box<Schema>>,
-    allowed: Option<Vec<Value>>,
+    allowed: Option<Allowed>,
     minimum: Option<f64>,
     maximum: Option<f64>,
     min_length: Option<u64>,
     max_length: Option<u64>,
     min_items: Option<u64>,
     max_items: Option<u64>,
+}
+
+/// The values an `enum` (or `const`) admits: the list, to show, and each
+/// value's JSON text, to look a config value up by. A lookup costs the
+/// value's size, whatever the list's length: a config of many values
+/// checked against a long list stays linear in the config.
+#[derive(Debug, Clone, PartialEq)]
+struct Allowed {
+    values: Vec<Value>,
+    texts: std::collections::BTreeSet<String>,
+}
+
+impl Allowed {
+    fn new(values: Vec<Value>) -> Self {
+        let texts = values.iter().map(Value::to_string).collect();
+        Allowed { values, texts }
+    }
+
+    /// Equal to one of the values: serde_json's equality is equal text,
+    /// as its maps are sorted (no crate here turns on `preserve_order`;
+    /// `an_enum_lookup_is_serde_json_equality` checks).
+    fn admits(&self, value: &Value) -> bool {
+        self.texts.contains(&value.to_string())
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -206,10 +230,11 @@ impl Schema {
             schema.items = Some(Box::new(child("items", items, nodes)?));
         }
         if let Some(allowed) = object.get("enum") {
-            schema.allowed = Some(allowed.as_array().cloned().ok_or_else(|| format!("{at}/enum: a list of values"))?);
+            let values = allowed.as_array().cloned().ok_or_else(|| format!("{at}/enum: a list of values"))?;
+            schema.allowed = Some(Allowed::new(values));
         }
         if let Some(only) = object.get("const") {
-            schema.allowed = Some(vec![only.clone()]);
+            schema.allowed = Some(Allowed::new(vec![only.clone()]));
         }
         schema.read_bounds(object, at)?;
         Ok(schema)
@@ -288,9 +313,9 @@ impl Schema {
             }
         }
         if let Some(allowed) = &self.allowed {
-            if !allowed.contains(value) {
+            if !allowed.admits(value) {
                 let shown: Vec<String> =
-                    allowed.iter().take(8).map(|v| crate::text::one_line(&v.to_string(), 60)).collect();
+                    allowed.values.iter().take(8).map(|v| crate::text::one_line(&v.to_string(), 60)).collect();
                 say(
                     format!("is {}, not one of {}", crate::text::one_line(&value.to_string(), 60), shown.join(", ")),
                     "enum",
@@ -482,6 +507,25 @@ mod tests {
                 let config: Map<String, Value> = (0..width + 20).map(|i| (format!("k{i}"), json!(i))).collect();
                 prop_assert!(schema.check(&Value::Object(config)).len() <= MAX_PROBLEMS);
             }
+        }
+    }
+
+    #[test]
+    fn an_enum_lookup_is_serde_json_equality() {
+        let values = vec![json!({"b": 1, "a": [1, 2.5, "x"]}), json!(1), json!(1.5), json!("s"), json!(null)];
+        let allowed = Allowed::new(values.clone());
+        let probes = [
+            json!({"a": [1, 2.5, "x"], "b": 1}),
+            json!(1.0),
+            json!(1),
+            json!(1.5),
+            json!("s"),
+            json!(null),
+            json!({"a": [1, 2.5, "x"]}),
+            json!([]),
+        ];
+        for probe in probes {
+            assert_eq!(allowed.admits(&probe), values.contains(&probe), "{probe}");
         }
     }
 }

@@ -44,11 +44,36 @@ __all__ = [
 ]
 
 
+# A turn has fewer members than this; a Mapping that yields more (one that
+# never ends, say) is refused before it is copied, as is a key that is not
+# a str: the copy is bounded whatever the Mapping does.
+_MAX_MEMBERS = 256
+
+
+def _bad_turn(message: str) -> ProemError:
+    error = ProemError(message)
+    error.message, error.code, error.field, error.exit_code = message, "bad-request", None, 1
+    return error
+
+
 def _as_dict(turn: Optional[Mapping[str, Any]]) -> Any:
-    """A Mapping that is not a dict, as a dict (the native half reads dicts)."""
+    """A Mapping that is not a dict, as a dict (the native half reads dicts),
+    copied a member at a time up to ``_MAX_MEMBERS``."""
     if turn is None or type(turn) is dict or not isinstance(turn, Mapping):
         return turn
-    return dict(turn)
+    copied = {}
+    try:
+        for count, key in enumerate(turn):
+            if count >= _MAX_MEMBERS:
+                raise _bad_turn(f"the turn has more than {_MAX_MEMBERS} members")
+            if not isinstance(key, str):
+                raise _bad_turn(f"a turn member's name must be a str, not {type(key).__name__}")
+            copied[key] = turn[key]
+    except ProemError:
+        raise
+    except Exception as e:  # the Mapping's own code failed: say so as a bad turn
+        raise _bad_turn(f"the turn could not be read: {type(e).__name__}: {e}") from e
+    return copied
 
 
 class Agent(_NativeAgent):
