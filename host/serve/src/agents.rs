@@ -530,20 +530,24 @@ fn agent_id(dir: &Path) -> Result<String, String> {
 /// time with its nanoseconds. The ctime is what no one can set back: a file
 /// rewritten in place at the same size with its mtime restored (`touch -r`)
 /// still moves it.
-type Stamp = (SystemTime, u64, u64, (i64, i64));
+pub(crate) type Stamp = (SystemTime, u64, u64, (i64, i64));
 
 /// A file's [`Stamp`]: `None` when it does not exist, an error when it
 /// could not be looked at (out of memory, no permission): then nothing is
 /// decided from it.
 fn stamp_of(path: &Path) -> io::Result<Option<Stamp>> {
-    use std::os::unix::fs::MetadataExt;
     match std::fs::metadata(path) {
-        Ok(m) => {
-            Ok(Some((m.modified().unwrap_or(SystemTime::UNIX_EPOCH), m.len(), m.ino(), (m.ctime(), m.ctime_nsec()))))
-        }
+        Ok(m) => Ok(Some(stamp(&m))),
         Err(e) if is_missing(&e) => Ok(None),
         Err(e) => Err(e),
     }
+}
+
+/// The [`Stamp`] of what `metadata` said about a file (the change events
+/// compare files by it too).
+pub(crate) fn stamp(m: &std::fs::Metadata) -> Stamp {
+    use std::os::unix::fs::MetadataExt;
+    (m.modified().unwrap_or(SystemTime::UNIX_EPOCH), m.len(), m.ino(), (m.ctime(), m.ctime_nsec()))
 }
 
 #[cfg(test)]

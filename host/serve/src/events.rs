@@ -22,7 +22,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 use tokio::sync::{broadcast, watch, OwnedSemaphorePermit, Semaphore};
 
 /// Streams open at once.
@@ -84,8 +84,9 @@ impl Default for Hub {
     }
 }
 
-/// A folder's files: path relative to it → (size, modified, status change).
-type Folder = BTreeMap<String, (u64, Option<SystemTime>, (i64, i64))>;
+/// A folder's files: path relative to it → the stamp a reload goes by
+/// ([`crate::agents::Stamp`]: modified, size, inode, status change).
+type Folder = BTreeMap<String, crate::agents::Stamp>;
 
 impl Hub {
     /// Sends a change to every open stream.
@@ -164,10 +165,7 @@ fn read_folder(dir: &Path) -> Folder {
             if kind.is_dir() {
                 into.push(rel);
             } else if let Ok(meta) = std::fs::metadata(entry.path()) {
-                use std::os::unix::fs::MetadataExt;
-                // ctime too: a same-size rewrite with its mtime set back
-                // still changes it.
-                folder.insert(rel, (meta.len(), meta.modified().ok(), (meta.ctime(), meta.ctime_nsec())));
+                folder.insert(rel, crate::agents::stamp(&meta));
             }
         }
     };
