@@ -31,6 +31,20 @@ fail() {
     exit 1
 }
 step() { echo "bindings: $1 took $(($(date +%s) - $2)) s"; }
+# Each binding's build must reuse what the test build compiled: a workspace
+# crate other than the binding compiled again means the binding resolved other
+# dependency features (the whole tree, wasmtime included, compiles twice: 767 s
+# of CI once). host/bindings/same-features lists the features that make them
+# equal. A warning on a developer's machine (a change since the test build
+# recompiles too), a failure where PROEM_BINDINGS_MUST_REUSE=1 (.ci/run).
+reused() {
+    local again
+    again="$(sed -n 's/^ *Compiling \(proem[a-z-]*\) .*/\1/p' "$2" | { grep -v -x -e "$1" -e proem-same-features || true; } | sort -u | tr '\n' ' ')"
+    [ -z "$again" ] && return 0
+    local why="$1's build compiled $again again: it resolved other dependency features than \`cargo test --release --workspace\` (compare \`cargo tree -e features -p $1\` with \`--workspace\`, and add what differs to host/bindings/same-features/Cargo.toml), or the code changed since the test build"
+    [ "${PROEM_BINDINGS_MUST_REUSE:-0}" = 1 ] && fail "$why"
+    echo "bindings: warning: $why"
+}
 
 bin="$root/target/release/proem"
 [ -x "$bin" ] && [ -x "$root/target/release/proem-full" ] \
@@ -66,9 +80,10 @@ py_status=0
 started=$(date +%s)
 rm -rf "$work/python" "$work/litellm"
 mkdir -p "$work/python/tmp"
-"$tools/py/bin/maturin" build --release --strip --locked --quiet -m "$root/host/bindings/python/Cargo.toml" \
+"$tools/py/bin/maturin" build --release --strip --locked -m "$root/host/bindings/python/Cargo.toml" \
     --target-dir "$root/target" --out "$work/python/dist" > "$work/python/build.log" 2>&1 \
     || { cat "$work/python/build.log"; fail "maturin could not build the wheel"; }
+reused proem-python "$work/python/build.log"
 step "python: wheel $(cd "$work/python/dist" && ls)" "$started"
 started=$(date +%s)
 python3 -m venv "$work/python/venv"
@@ -89,8 +104,9 @@ mkdir -p "$work/node/typedef" "$work/node/app/test" "$work/node/tmp"
 # compiles the crate; NAPI_FORCE_BUILD makes sure it does (napi-build's
 # build script reruns when it changes), so the records are complete.
 NAPI_TYPE_DEF_TMP_FOLDER="$work/node/typedef" NAPI_FORCE_BUILD_PROEM_NODE="$(date +%s%N)" \
-    cargo build --release --locked --quiet -p proem-node --manifest-path "$root/Cargo.toml" \
-    || fail "cargo could not build host/bindings/node"
+    cargo build --release --locked -p proem-node --manifest-path "$root/Cargo.toml" > "$work/node/build.log" 2>&1 \
+    || { cat "$work/node/build.log"; fail "cargo could not build host/bindings/node"; }
+reused proem-node "$work/node/build.log"
 node "$root/host/bindings/node/scripts/package.mjs" "$tools/napi" "$work/node/typedef" \
     "$root/target/release/libproem_node.so" "$work/node/pkg" || fail "could not lay out the npm package"
 # The symbols are of no use to a user (maturin --strip does the same).
