@@ -171,6 +171,17 @@ impl CacheDir {
     /// The bytes of entry `name` when it is a regular file of at most
     /// `max_bytes` (a symlink is never followed).
     pub fn read(&self, name: &str, max_bytes: u64) -> std::io::Result<Vec<u8>> {
+        let (file, size) = self.open_entry(name, max_bytes)?;
+        let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+        file.take(max_bytes).read_to_end(&mut bytes)?;
+        Ok(bytes)
+    }
+
+    /// Entry `name` opened for reading, with its size, when it is a regular
+    /// file of at most `max_bytes` (a symlink is never followed). For an
+    /// entry read in parts rather than whole (a compiled component: its
+    /// header checked, its code streamed through a checksum, then mapped).
+    pub fn open_entry(&self, name: &str, max_bytes: u64) -> std::io::Result<(std::fs::File, u64)> {
         check_name(name)?;
         let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
         let fd = rustix::fs::openat(&self.fd, name, flags, Mode::empty())?;
@@ -182,9 +193,7 @@ impl CacheDir {
         if size > max_bytes {
             return Err(std::io::Error::other(format!("{size} bytes, over the limit of {max_bytes}")));
         }
-        let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
-        std::fs::File::from(fd).take(max_bytes).read_to_end(&mut bytes)?;
-        Ok(bytes)
+        Ok((std::fs::File::from(fd), size))
     }
 
     /// Writes entry `name` whole: `bytes` go to a new temporary file in the

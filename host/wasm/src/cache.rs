@@ -17,7 +17,9 @@
 //! entry costs one xxh3 pass (~5 ms) instead of a SHA-256 one (~25 ms),
 //! and no one who cannot sign an entry can change its code unseen: the
 //! folder is writable by its owner alone, who can read the key and sign
-//! anything anyway (docs/SECURITY.md, "Caches"). Writes go
+//! anything anyway (docs/SECURITY.md, "Caches"). The header follows the
+//! code, so an entry checked is then mapped by wasmtime as it lies on
+//! disk, never copied into memory (see `deserialize`). Writes go
 //! to a temporary file in the same folder and are renamed into place, so a
 //! reader never sees half an entry and two processes writing at once both
 //! leave a whole one.
@@ -33,10 +35,11 @@ use std::path::{Path, PathBuf};
 use wasmtime::component::Component;
 use wasmtime::Engine;
 
-const MAGIC: &[u8; 8] = b"PROEMCW3";
+const MAGIC: &[u8; 8] = b"PROEMCW4";
 /// What each entry's MAC starts with: the kind of entry.
 const KIND: &[u8] = b"proem compiled component";
-/// Magic, wasm digest, engine hash, payload length and xxh3-128, MAC.
+/// The header after the code: magic, wasm digest, engine hash, payload
+/// length and xxh3-128, MAC.
 const HEADER: usize = 8 + 32 + 8 + 8 + 16 + 32;
 /// The largest cache entry read back (a compiled 64 MiB plugin stays under it).
 const MAX_ENTRY_BYTES: u64 = 1024 * 1024 * 1024;
@@ -124,22 +127,29 @@ pub fn load_or_compile(
 
 fn read_entry(engine: &Engine, dir: &CacheDir, key: &EntryKey) -> Option<Component> {
     let name = key.file_name();
-    let data = dir.read(&name, MAX_ENTRY_BYTES).ok()?;
+    let (mut file, size) = dir.open_entry(&name, MAX_ENTRY_BYTES).ok()?;
     let shown = || dir.path().join(&name).display().to_string();
-    if !data.starts_with(MAGIC) {
-        tracing::debug!(path = %shown(), "component cache entry of another proem version; recompiling");
-        return None;
-    }
-    let Some(payload) = decode_entry(dir, key, &data) else {
-        tracing::warn!(path = %shown(), "component cache entry damaged or not made for this binary; recompiling");
-        return None;
+    let code_len = match checked_code_len(dir, key, &mut file, size) {
+        Ok(code_len) => code_len,
+        Err(Refused::OtherFormat) => {
+            tracing::debug!(path = %shown(), "component cache entry of another proem version; recompiling");
+            return None;
+        }
+        Err(Refused::NotOurs) => {
+            tracing::warn!(path = %shown(), "component cache entry damaged or not made for this binary; recompiling");
+            return None;
+        }
     };
-    // SAFETY: the payload is byte-for-byte what `Component::serialize` wrote
-    // for this wasm digest and engine hash: both are in the entry, checked
-    // against the bytes just read and this engine, under a MAC keyed by the
-    // secret of a folder only this user can write (see `decode_entry`);
-    // wasmtime re-checks the engine configuration when deserialising.
-    match unsafe { Component::deserialize(engine, payload) } {
+    // SAFETY: the file's first `code_len` bytes are byte-for-byte what
+    // `Component::serialize` wrote for this wasm digest and engine hash:
+    // both are in the entry's header, checked against this key and engine,
+    // under a MAC keyed by the secret of a folder only this user can write,
+    // and the code has the header's length and xxh3-128 (see
+    // `checked_code_len`). Mapped rather than read, the file can change
+    // after that check only by a writer of the folder: its owner (or root),
+    // who can sign any entry anyway. wasmtime re-checks the engine
+    // configuration when deserialising.
+    match unsafe { deserialize(engine, &mut file, code_len) } {
         Ok(component) => Some(component),
         Err(e) => {
             tracing::warn!(path = %shown(), "component cache entry rejected ({e}); recompiling");
@@ -148,42 +158,118 @@ fn read_entry(engine: &Engine, dir: &CacheDir, key: &EntryKey) -> Option<Compone
     }
 }
 
-/// A cache file's bytes for a serialised component: magic, the wasm's
-/// SHA-256, the engine hash, the payload's length and xxh3-128, the HMAC
-/// of all five under `dir`'s secret, payload. Public so tests can make
-/// entries as a process of this user would.
+/// Why an entry is not used.
+enum Refused {
+    /// No header of this format where it belongs (an entry of another proem
+    /// version, or not an entry at all).
+    OtherFormat,
+    /// A header of this format that is damaged, forged, made for another
+    /// binary or engine, or a code that is not the one it binds.
+    NotOurs,
+}
+
+/// The component in the first `code_len` bytes of `file`. Where the system
+/// names an open file by a path (Linux's `/proc/self/fd`), wasmtime maps
+/// the file rather than copying it: the code and the plugin's initial
+/// memory (a Python plugin's is most of its 50 MB) are then read from the
+/// page cache as they are touched, where a copy cost a 50 MB allocation,
+/// its page faults and its zeroing on every load. The header after the
+/// code is mapped too and ignored: wasmtime reads an ELF file by the
+/// offsets in its own headers.
+///
+/// # Safety
+/// As [`Component::deserialize`]: the bytes are what `Component::serialize`
+/// wrote with this engine's configuration, and (mapped) they are not
+/// changed while the component lives.
+unsafe fn deserialize(engine: &Engine, file: &mut std::fs::File, code_len: u64) -> wasmtime::Result<Component> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let by_path = format!("/proc/self/fd/{}", file.as_raw_fd());
+        if Path::new(&by_path).exists() {
+            // SAFETY: the caller's contract; the path names `file` itself,
+            // the entry that was checked, whatever its name now holds.
+            return unsafe { Component::deserialize_file(engine, by_path) };
+        }
+    }
+    use std::io::{Read, Seek};
+    file.seek(std::io::SeekFrom::Start(0))?;
+    let mut code = Vec::with_capacity(usize::try_from(code_len).unwrap_or(0));
+    file.take(code_len).read_to_end(&mut code)?;
+    // SAFETY: the caller's contract.
+    unsafe { Component::deserialize(engine, code) }
+}
+
+/// A cache file's bytes for a serialised component: the payload (the
+/// machine code, first, so the file is wasmtime's own format and can be
+/// mapped as it is), then the header: magic, the wasm's SHA-256, the engine
+/// hash, the payload's length and xxh3-128, and the HMAC of all five under
+/// `dir`'s secret. Public so tests can make entries as a process of this
+/// user would.
 pub fn encode_entry(dir: &CacheDir, key: &EntryKey, payload: &[u8]) -> Vec<u8> {
     let engine = key.engine.to_le_bytes();
     let length = (payload.len() as u64).to_le_bytes();
     let checksum = xxhash_rust::xxh3::xxh3_128(payload).to_le_bytes();
     let mac = dir.mac(&[KIND, MAGIC, &key.wasm, &engine, &length, &checksum]);
-    let mut out = Vec::with_capacity(HEADER + payload.len());
-    for part in [&MAGIC[..], &key.wasm, &engine, &length, &checksum, &mac, payload] {
+    let mut out = Vec::with_capacity(payload.len() + HEADER);
+    for part in [payload, &MAGIC[..], &key.wasm, &engine, &length, &checksum, &mac] {
         out.extend_from_slice(part);
     }
     out
 }
 
-/// The payload of an entry made for `key` under `dir`'s secret: the
-/// magic, the wasm digest and the engine hash it carries equal `key`'s,
-/// its MAC holds, and the payload has the length and xxh3-128 the header
-/// gives (checked last: the header is cheap to refuse). Public so tests
-/// can check what it accepts.
+/// The payload of an entry made for `key` under `dir`'s secret (see
+/// [`checked_code_len`]), the same rule a load goes by. Public so tests can
+/// check what it accepts.
 pub fn decode_entry<'d>(dir: &CacheDir, key: &EntryKey, data: &'d [u8]) -> Option<&'d [u8]> {
-    if data.len() < HEADER || &data[..8] != MAGIC {
-        return None;
-    }
-    let (wasm, rest) = data[8..].split_at(32);
+    let code_len = checked_code_len(dir, key, &mut std::io::Cursor::new(data), data.len() as u64).ok()?;
+    data.get(..usize::try_from(code_len).ok()?)
+}
+
+/// The length of the code of the `size`-byte entry read through `entry`,
+/// when it was made for `key` under `dir`'s secret: the header at its end
+/// has this format's magic, `key`'s wasm digest and engine hash, a MAC
+/// that holds, and the length of the bytes before it; those bytes have the
+/// header's xxh3-128 (streamed through a small buffer, checked last: the
+/// header is cheap to refuse).
+fn checked_code_len<R: std::io::Read + std::io::Seek>(
+    dir: &CacheDir,
+    key: &EntryKey,
+    entry: &mut R,
+    size: u64,
+) -> Result<u64, Refused> {
+    use std::io::SeekFrom;
+    let code_len = size.checked_sub(HEADER as u64).ok_or(Refused::OtherFormat)?;
+    let mut header = [0u8; HEADER];
+    entry.seek(SeekFrom::Start(code_len)).map_err(|_| Refused::OtherFormat)?;
+    entry.read_exact(&mut header).map_err(|_| Refused::OtherFormat)?;
+    let (magic, rest) = header.split_at(8);
+    let (wasm, rest) = rest.split_at(32);
     let (engine, rest) = rest.split_at(8);
     let (length, rest) = rest.split_at(8);
-    let (checksum, rest) = rest.split_at(16);
-    let (mac, payload) = rest.split_at(32);
+    let (checksum, mac) = rest.split_at(16);
+    if magic != MAGIC {
+        return Err(Refused::OtherFormat);
+    }
     let binds = wasm == key.wasm && engine == key.engine.to_le_bytes();
     let signed = binds && dir.verify(&[KIND, MAGIC, wasm, engine, length, checksum], mac);
-    let whole = signed
-        && length == (payload.len() as u64).to_le_bytes()
-        && checksum == xxhash_rust::xxh3::xxh3_128(payload).to_le_bytes();
-    whole.then_some(payload)
+    if !signed || length != code_len.to_le_bytes() {
+        return Err(Refused::NotOurs);
+    }
+    entry.seek(SeekFrom::Start(0)).map_err(|_| Refused::NotOurs)?;
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    let mut buffer = vec![0u8; 256 * 1024];
+    let mut left = code_len;
+    while left > 0 {
+        let part = usize::try_from(left.min(buffer.len() as u64)).unwrap_or(buffer.len());
+        entry.read_exact(&mut buffer[..part]).map_err(|_| Refused::NotOurs)?;
+        hasher.update(&buffer[..part]);
+        left -= part as u64;
+    }
+    if checksum != hasher.digest128().to_le_bytes() {
+        return Err(Refused::NotOurs);
+    }
+    Ok(code_len)
 }
 
 fn write_entry(component: &Component, dir: &CacheDir, key: &EntryKey) -> std::io::Result<()> {

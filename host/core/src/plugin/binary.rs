@@ -85,17 +85,20 @@ impl Wasm {
         let meta = file.metadata().map_err(|e| format!("{shown}: {e}"))?;
         let key = answers.filter(|_| settled(&meta, SystemTime::now())).map(|a| (a, stat_key(a, &meta)));
         let kept: Option<String> = key.and_then(|(answers, key)| answers.get(key)).filter(|d: &String| is_digest(d));
-        let lazy = match kept {
-            Some(digest) => LazyFile { file, shown, digest, bytes: OnceLock::new() },
+        let digest = match kept {
+            Some(digest) => digest,
             None => {
-                let bytes = read_all(&file, &shown)?;
-                let digest = sha256_hex(&bytes);
+                let digest = hash_file(&file, &shown)?;
                 if let Some((answers, key)) = key {
                     answers.put(key, &digest);
                 }
-                LazyFile { file, shown, digest, bytes: OnceLock::from(Ok(bytes)) }
+                digest
             }
         };
+        // The bytes are not kept even when just hashed: a build whose
+        // compiled component is cached never needs them, and one that
+        // compiles reads them again (and checks them against the digest).
+        let lazy = LazyFile { file, shown, digest, bytes: OnceLock::new() };
         Ok(Wasm { identity: format!("sha256:{}", lazy.digest), source: Source::File(Arc::new(lazy)) })
     }
 
@@ -186,6 +189,20 @@ fn read_all(file: &File, shown: &str) -> Result<Vec<u8>, String> {
         return Err(format!("{shown}: over the {MAX_PLUGIN_BYTES} byte limit for a plugin"));
     }
     Ok(bytes)
+}
+
+/// The SHA-256 of the whole file from its start, streamed (never held),
+/// refused over [`MAX_PLUGIN_BYTES`] like [`read_all`].
+fn hash_file(file: &File, shown: &str) -> Result<String, String> {
+    use std::io::{Seek, SeekFrom};
+    let mut file = file;
+    file.seek(SeekFrom::Start(0)).map_err(|e| format!("{shown}: {e}"))?;
+    let (digest, read) =
+        crate::digest::sha256_hex_of_reader(file, MAX_PLUGIN_BYTES).map_err(|e| format!("{shown}: {e}"))?;
+    if read > MAX_PLUGIN_BYTES {
+        return Err(format!("{shown}: over the {MAX_PLUGIN_BYTES} byte limit for a plugin"));
+    }
+    Ok(digest)
 }
 
 /// Whether both of a file's times are at least [`SETTLED`] before `now`
