@@ -29,15 +29,15 @@ const SUPPORTED: &str = "String, bool, i8, i16, i32, i64, u8, u16, u32, u64, f64
 /// subset proem checks (or differ between the wasm build and a native
 /// test): refused at the field rather than by a trait error.
 const REFUSED: &[(&str, &str)] = &[
-    ("usize", "use u32 or u64 (usize is 32 bits in wasm and 64 natively)"),
-    ("isize", "use i32 or i64 (isize is 32 bits in wasm and 64 natively)"),
-    ("u128", "use u64 (a config number is at most 64 bits)"),
-    ("i128", "use i64 (a config number is at most 64 bits)"),
+    ("usize", "use u32 or u64; usize is 32 bits in wasm and 64 natively"),
+    ("isize", "use i32 or i64; isize is 32 bits in wasm and 64 natively"),
+    ("u128", "use u64; a config number is at most 64 bits"),
+    ("i128", "use i64; a config number is at most 64 bits"),
     ("f32", "use f64"),
     ("char", "use String"),
     ("str", "use String"),
-    ("HashMap", "use a struct that derives Config (its fields are the keys)"),
-    ("BTreeMap", "use a struct that derives Config (its fields are the keys)"),
+    ("HashMap", "use a struct that derives Config; its fields are the keys"),
+    ("BTreeMap", "use a struct that derives Config; its fields are the keys"),
     ("HashSet", "use Vec<T>"),
     ("BTreeSet", "use Vec<T>"),
     ("Box", "use the type itself"),
@@ -72,7 +72,7 @@ struct FieldPlan {
 
 fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
     let fields = named_fields(input)?;
-    let plans = fields.iter().map(plan).collect::<syn::Result<Vec<_>>>()?;
+    let plans = every_field(&fields)?;
     let name = &input.ident;
     let doc = doc_text(&input.attrs);
     let schema_fields = plans.iter().map(|p| {
@@ -107,6 +107,19 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
             }
         }
     })
+}
+
+/// Each field's plan, or every field's error at once.
+fn every_field(fields: &[syn::Field]) -> syn::Result<Vec<FieldPlan>> {
+    let (mut plans, mut errors) = (Vec::new(), None::<syn::Error>);
+    for field in fields {
+        match (plan(field), &mut errors) {
+            (Ok(p), _) => plans.push(p),
+            (Err(e), Some(all)) => all.combine(e),
+            (Err(e), None) => errors = Some(e),
+        }
+    }
+    errors.map_or(Ok(plans), Err)
 }
 
 /// The named fields of a struct without generic parameters, or why not.
