@@ -192,6 +192,7 @@ fn any_value() -> impl Strategy<Value = Value> {
         any::<u64>().prop_map(Value::from),
         (-1e20f64..1e20).prop_map(Value::from),
         (-300i32..300).prop_map(|n| Value::from(n as f64)),
+        edge_number(),
         ".{0,6}".prop_map(Value::from),
     ];
     leaf.prop_recursive(3, 24, 4, |inner| {
@@ -201,6 +202,30 @@ fn any_value() -> impl Strategy<Value = Value> {
                 .prop_map(|m| Value::Object(m.into_iter().collect())),
         ]
     })
+}
+
+/// Numbers at the edges of the integer types, as integers and as floats.
+fn edges() -> Vec<Value> {
+    vec![
+        json!(i64::MIN),
+        json!(i64::MAX),
+        json!(i64::MAX as u64 + 1),
+        json!(u64::MAX),
+        json!(9_223_372_036_854_775_808.0f64),
+        json!(-9_223_372_036_854_775_808.0f64),
+        json!(18_446_744_073_709_551_616.0f64),
+        json!(255),
+        json!(256),
+        json!(255.0),
+        json!(-32769),
+        json!(4_294_967_296u64),
+        json!(-0.5),
+        json!(255.5),
+    ]
+}
+
+fn edge_number() -> impl Strategy<Value = Value> {
+    proptest::sample::select(edges())
 }
 
 /// How one node of a config is changed.
@@ -294,11 +319,54 @@ proptest! {
         }
     }
 
+    /// `config_as` reads exactly the configs proem's load-time check
+    /// admits against the derived schema: so a plugin registered with
+    /// `config = T` never sees a config it cannot read, nor is one it could
+    /// read refused.
+    #[test]
+    fn config_as_reads_exactly_what_the_hosts_check_admits(
+        s in sample(),
+        steps in proptest::collection::vec(any::<usize>(), 0..5),
+        change in change(),
+    ) {
+        let schema = proem_core::plugin::config_schema::Schema::parse(schema_json::<Sample>().as_bytes())
+            .map_err(TestCaseError::fail)?;
+        let mut value = sample_value(&s);
+        mutate(&mut value, &steps, change);
+        let problems = schema.check(&value);
+        let read = crate::AgentContext::builder().config(value.clone()).build().config_as::<Sample>();
+        prop_assert_eq!(read.is_ok(), problems.is_empty(), "{} read {:?}, host: {:?}", value, read.err(), problems);
+    }
+
     /// Any JSON at all: a value or an error naming a path under `config`.
     #[test]
     fn config_as_never_panics_on_any_json(value in any_value()) {
         if let Err(err) = crate::AgentContext::builder().config(value).build().config_as::<Sample>() {
             prop_assert!(err.path.starts_with("config"), "{}", err);
+        }
+    }
+}
+
+#[derive(proem_sdk::Config, Debug, PartialEq)]
+struct Numbers {
+    n: Option<i64>,
+    big: Option<u64>,
+    small: Option<u8>,
+    floor: Option<i16>,
+    ratio: Option<f64>,
+}
+
+/// Every edge number in every numeric field: `config_as` and the host's
+/// check agree (the edges are where a float comparison would not).
+#[test]
+fn at_the_integer_edges_config_as_and_the_hosts_check_agree() {
+    let schema = proem_core::plugin::config_schema::Schema::parse(schema_json::<Numbers>().as_bytes()).unwrap();
+    for edge in edges() {
+        for field in ["n", "big", "small", "floor", "ratio"] {
+            let value = json!({ field: edge });
+            let read = crate::AgentContext::builder().config(value.clone()).build().config_as::<Numbers>();
+            let problems = schema.check(&value);
+            assert_eq!(read.is_ok(), problems.is_empty(), "{value}: read {read:?}, host {problems:?}");
         }
     }
 }
