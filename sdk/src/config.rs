@@ -282,7 +282,8 @@ const fn put(out: &mut [u8], at: usize, bytes: &[u8]) -> usize {
     at + bytes.len()
 }
 
-/// `text` as a JSON string: `"` and `\` escaped, control characters as `\u00XX`.
+/// `text` as a JSON string: `"`, `\` and newlines escaped, other control
+/// characters as `\u00XX`.
 const fn put_string(out: &mut [u8], mut at: usize, text: &str) -> usize {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let bytes = text.as_bytes();
@@ -292,6 +293,7 @@ const fn put_string(out: &mut [u8], mut at: usize, text: &str) -> usize {
         let b = bytes[i];
         at = match b {
             b'"' | b'\\' => put(out, at, &[b'\\', b]),
+            b'\n' => put(out, at, b"\\n"),
             0..0x20 | 0x7f => put(out, at, &[b'\\', b'u', b'0', b'0', HEX[(b >> 4) as usize], HEX[(b & 15) as usize]]),
             _ => put(out, at, &[b]),
         };

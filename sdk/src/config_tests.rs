@@ -17,7 +17,8 @@ struct Limits {
     floor: i16,
 }
 
-/// A sample config: "quoted", back\slashed.
+/// A sample config:
+///   "quoted", back\slashed.
 ///
 /// Second paragraph.
 #[derive(proem_sdk::Config, Debug, Clone, PartialEq)]
@@ -116,6 +117,11 @@ fn control_characters_in_a_doc_comment_are_escaped() {
     write(&ODD, "", &mut bytes, 0);
     let value: Value = serde_json::from_slice(&bytes).unwrap();
     assert_eq!(value["properties"]["a\u{1}\""]["description"], json!("tab\there\u{7f}"));
+    let text = String::from_utf8(bytes).unwrap();
+    assert!(text.contains(r#""a\u0001\"":{"type":"boolean","description":"tab\u0009here\u007f"}"#), "{text}");
+    let mut lines = vec![0; schema_len(&Schema::Object { description: "a\nb", fields: &[] })];
+    write(&Schema::Object { description: "a\nb", fields: &[] }, "", &mut lines, 0);
+    assert!(String::from_utf8(lines).unwrap().contains(r#""description":"a\nb""#));
 }
 
 #[test]

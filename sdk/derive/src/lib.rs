@@ -210,7 +210,8 @@ fn generic_of<'t>(ty: &'t Type, wrapper: &str) -> Option<&'t Type> {
     }
 }
 
-/// The doc comment's lines, each trimmed, joined by newlines.
+/// The doc comment as text: lines trimmed, a paragraph's lines joined by
+/// spaces, paragraphs by a blank line.
 fn doc_text(attrs: &[syn::Attribute]) -> String {
     let lines: Vec<String> = attrs
         .iter()
@@ -223,5 +224,7 @@ fn doc_text(attrs: &[syn::Attribute]) -> String {
             _ => None,
         })
         .collect();
-    lines.join("\n").trim().to_string()
+    let paragraphs: Vec<String> =
+        lines.split(|line| line.is_empty()).filter(|p| !p.is_empty()).map(|p| p.join(" ")).collect();
+    paragraphs.join("\n\n")
 }
