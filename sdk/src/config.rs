@@ -38,7 +38,7 @@ use serde_json::{Map, Value};
 /// assert_eq!(ctx.config_as::<Settings>(), Ok(Settings { note: "hi".into(), max: None, tags: vec!["a".into()] }));
 /// let wrong = AgentContext::builder().config(json!({"note": "hi", "tags": [1]})).build();
 /// let err = wrong.config_as::<Settings>().unwrap_err();
-/// assert_eq!(err.to_string(), "config.tags[0]: expected a string, found an integer");
+/// assert_eq!(err.to_string(), "config.tags[0]: expected a string, found 1");
 /// assert!(proem_sdk::schema_json::<Settings>().starts_with(r#"{"type":"object","description":"The plugin's settings.""#));
 /// ```
 ///
@@ -141,7 +141,8 @@ pub struct ConfigError {
     pub path: String,
     /// What the type takes there: `a string`, `an integer from 0 to 255`.
     pub expected: String,
-    /// What is there instead: `a boolean`, `300`, `nothing`.
+    /// What is there instead: its JSON (`true`, `300`, `"x"`, cut to 40
+    /// characters), or `nothing`.
     pub found: String,
 }
 
@@ -159,20 +160,16 @@ impl ConfigError {
     }
 
     fn mismatch(path: &str, expected: impl Into<String>, value: &Value) -> ConfigError {
-        ConfigError::new(path, expected, kind_of(value))
+        ConfigError::new(path, expected, shown(value))
     }
 }
 
-/// What a value is, as the errors say it.
-fn kind_of(value: &Value) -> &'static str {
-    match value {
-        Value::Object(_) => "an object",
-        Value::Array(_) => "an array",
-        Value::String(_) => "a string",
-        Value::Number(n) if n.is_i64() || n.is_u64() => "an integer",
-        Value::Number(_) => "a number",
-        Value::Bool(_) => "a boolean",
-        Value::Null => "null",
+/// A value as the errors show it: its JSON, cut to 40 characters.
+fn shown(value: &Value) -> String {
+    let text = value.to_string();
+    match text.char_indices().nth(40) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text,
     }
 }
 
@@ -368,8 +365,7 @@ fn integer(value: &Value, path: &str, min: i128, max: i128) -> Result<i128, Conf
     };
     match n {
         Some(n) if (min..=max).contains(&n) => Ok(n),
-        Some(_) => Err(ConfigError::new(path, expected(), value.to_string())),
-        None => Err(ConfigError::mismatch(path, expected(), value)),
+        _ => Err(ConfigError::mismatch(path, expected(), value)),
     }
 }
 
@@ -379,7 +375,7 @@ macro_rules! integer_config {
             const SCHEMA: Schema = Schema::Integer { min: <$t>::MIN as i128, max: <$t>::MAX as i128 };
             fn from_config(value: &Value, path: &str) -> Result<Self, ConfigError> {
                 let n = integer(value, path, <$t>::MIN as i128, <$t>::MAX as i128)?;
-                <$t>::try_from(n).map_err(|_| ConfigError::new(path, "an integer in range", value.to_string()))
+                <$t>::try_from(n).map_err(|_| ConfigError::mismatch(path, "an integer in range", value))
             }
         }
     )*};

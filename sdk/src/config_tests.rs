@@ -131,20 +131,22 @@ fn a_config_that_does_not_fit_names_the_path_and_what_was_expected() {
     assert_eq!(ctx(fine).config_as::<Limits>(), Ok(Limits { max: 3, floor: -2 }));
     for (config, shown) in [
         (json!({"max": 256, "floor": 0}), "config.max: expected an integer from 0 to 255, found 256"),
-        (json!({"max": 2.5, "floor": 0}), "config.max: expected an integer from 0 to 255, found a number"),
+        (json!({"max": 2.5, "floor": 0}), "config.max: expected an integer from 0 to 255, found 2.5"),
         (json!({"floor": 0}), "config.max: expected a value (the setting is required), found nothing"),
         (
             json!({"max": 1, "floor": 0, "x": 1}),
             "config.x: expected only the settings max, floor, found a setting this plugin does not have",
         ),
-        (json!([1]), "config: expected an object (a table), found an array"),
+        (json!([1]), "config: expected an object (a table), found [1]"),
     ] {
         assert_eq!(ctx(config).config_as::<Limits>().unwrap_err().to_string(), shown);
     }
     let grid = json!({"name": "a", "on": true, "n": 1, "big": u64::MAX, "ratio": 1, "tags": [], "grid": [[1], [2, "x"]],
         "nested": {"max": 1, "floor": 1}});
     let err = ctx(grid).config_as::<Sample>().unwrap_err();
-    assert_eq!((err.path.as_str(), err.found.as_str()), ("config.grid[1][1]", "a string"));
+    assert_eq!((err.path.as_str(), err.found.as_str()), ("config.grid[1][1]", "\"x\""));
+    let long = ctx(json!({"max": "y".repeat(100), "floor": 0})).config_as::<Limits>().unwrap_err();
+    assert_eq!(long.found, format!("\"{}…", "y".repeat(39)));
 }
 
 fn limits() -> impl Strategy<Value = Limits> {

@@ -415,7 +415,7 @@ const BOOTSTRAP_TEST: &str = r###"
 fn readme(name: &str) -> String {
     let file = name.replace('-', "_");
     format!(
-        "# {name}\n\nA proem plugin.\n\n```sh\ncargo build --release --target wasm32-wasip2\nproem plugin check target/wasm32-wasip2/release/{file}.wasm\n```\n\nThen copy the .wasm into an agent's `plugins/` folder and add to its proem.toml:\n\n```toml\n[[plugins]]\nid = \"{name}\"\npath = \"plugins/{file}.wasm\"\n```\n"
+        "# {name}\n\nA proem plugin.\n\n```sh\ncargo build --release --target wasm32-wasip2\nproem plugin check target/wasm32-wasip2/release/{file}.wasm\n```\n\nThen copy the .wasm into an agent's `plugins/` folder and add to its proem.toml:\n\n```toml\n[[plugins]]\nid = \"{name}\"\npath = \"plugins/{file}.wasm\"\n# With a stable section: its Settings, checked against their schema at load.\nconfig = {{ note = \"Be kind.\" }}\n```\n"
     )
 }
 
