@@ -10,7 +10,8 @@
 //! read without running it (so a build whose answers are all on disk checks
 //! the config too), it needs no new plugin API version, and every toolchain
 //! can add one (the Python and JS templates append theirs after building;
-//! the Rust SDK's `config_schema!` stamps it like the API version).
+//! the Rust SDK's `register_plugin!(P, config = T)` stamps the schema
+//! `#[derive(Config)]` wrote for `T`, like the API version).
 //!
 //! The schema comes from the plugin, so it is untrusted input: a small
 //! subset of JSON Schema is understood ([`KEYWORDS`]; annotations such as
