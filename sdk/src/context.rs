@@ -325,6 +325,16 @@ impl Session {
         self.config.get(key).and_then(Value::as_str)
     }
 
+    /// The whole config table read as `T`, a type with
+    /// `#[derive(proem_sdk::Config)]`; the error names the setting's path
+    /// (`config.limits.max`) and what was expected there. With
+    /// `register_plugin!(P, config = T)`, proem refuses at load any config
+    /// `T` would not read, so in a hook an `Err` means a native test gave
+    /// one.
+    pub fn config_as<T: crate::Config>(&self) -> Result<T, crate::ConfigError> {
+        T::from_config(&self.config, "config")
+    }
+
     /// A list-of-strings setting; `None` when absent or not a list of strings.
     pub fn config_strings(&self, key: &str) -> Option<Vec<&str>> {
         self.config.get(key)?.as_array()?.iter().map(Value::as_str).collect()

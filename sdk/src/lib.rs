@@ -45,18 +45,23 @@
 
 extern crate self as proem_sdk;
 
+mod config;
 mod context;
 mod glob;
 mod output;
 mod wit_glue;
 pub mod workspace;
 
+pub use config::{schema_json, Config, ConfigError};
 pub use context::{
     AgentContext, Budget, Builder, ChatKind, File, LocalTime, Mode, Session, Skill, Tool, TurnContext, TurnTime,
     Weekday,
 };
 pub use glob::{glob_match, matching_tools};
 pub use output::{Section, Slot, StableOutput, TurnOutput};
+/// `#[derive(Config)]`: a struct with named fields as the plugin's config
+/// type, read by [`Session::config_as`]; see [`Config`].
+pub use proem_sdk_derive::Config;
 /// The JSON library [`Session::config`] is in, so a plugin needs no
 /// serde_json of its own (e.g. `proem_sdk::serde_json::json!` in tests).
 pub use serde_json;
@@ -149,6 +154,25 @@ pub enum LogLevel {
 /// without it the `.wasm` exports nothing and `proem plugin check` says so.
 #[macro_export]
 macro_rules! register_plugin {
+    ($plugin:ty, config = $config:ty $(,)?) => {
+        $crate::register_plugin!($plugin);
+
+        // The config type's JSON Schema, for proem to check the operator's
+        // `[[plugins]] config` against when it loads the plugin. Only this
+        // arm emits the section, so a component has at most one.
+        #[cfg(target_arch = "wasm32")]
+        const _: () = {
+            const LEN: usize = $crate::__private::schema_len(&<$config as $crate::Config>::SCHEMA);
+            const _: () = ::core::assert!(
+                LEN <= $crate::__private::MAX_SCHEMA_BYTES,
+                "the config type's JSON Schema is over the 64 KiB proem reads: make the config type smaller"
+            );
+            #[link_section = "proem:config-schema"]
+            #[used]
+            static __PROEM_CONFIG_SCHEMA: [u8; LEN] =
+                $crate::__private::schema_bytes::<LEN>(&<$config as $crate::Config>::SCHEMA);
+        };
+    };
     ($plugin:ty) => {
         impl $crate::__private::Registered for $plugin {
             const ID: &'static str = ::core::env!("CARGO_PKG_NAME");
@@ -189,7 +213,12 @@ macro_rules! register_plugin {
 
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::config::derived::{object, optional, required};
+    pub use crate::config::{schema_bytes, schema_len, Field, Schema};
     pub use crate::wit_glue::{wit, Export};
+
+    /// The largest config schema proem reads (its `MAX_SCHEMA_BYTES`).
+    pub const MAX_SCHEMA_BYTES: usize = 64 * 1024;
     use crate::{AgentContext, File, Plugin, StableOutput, TurnContext, TurnOutput};
 
     /// A hook as a plain function of the plugin type.

@@ -694,7 +694,7 @@ fn a_scaffolded_plugin_builds_on_its_own_and_loads() {
     let tested = native.output().unwrap();
     let tested_out = String::from_utf8_lossy(&tested.stdout);
     assert!(tested.status.success(), "{tested_out}{}", String::from_utf8_lossy(&tested.stderr));
-    assert!(tested_out.contains("test result: ok. 4 passed"), "{tested_out}");
+    assert!(tested_out.contains("test result: ok. 5 passed"), "{tested_out}");
     let wasm = target.join("wasm32-wasip2/release/hello_notes.wasm");
     let check = Command::new(crate::common::front())
         .args(["plugin", "check", wasm.to_str().unwrap()])
@@ -729,6 +729,7 @@ fn a_scaffolded_plugin_builds_on_its_own_and_loads() {
         "{stable}"
     );
     assert!(dynamic.contains("## Channel Note\nThis turn arrived on telegram at 09:30."), "{dynamic}");
+    a_typed_config_is_checked_at_load_and_read_by_config_as(&agent_dir, &proem);
     // Added twice: refused, nothing changed.
     let again = Command::new(crate::common::front())
         .args(["plugin", "add", wasm.to_str().unwrap(), "--into", agent])
@@ -736,6 +737,44 @@ fn a_scaffolded_plugin_builds_on_its_own_and_loads() {
         .unwrap();
     assert_eq!(again.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&again.stderr).contains("already configured"));
+}
+
+/// The template's `Settings` (`#[derive(Config)]`, registered with
+/// `register_plugin!(P, config = Settings)`) is the component's config
+/// schema: a wrong `[[plugins]] config` leaves the plugin out, naming the
+/// entry's proem.toml line, the setting and the schema keyword; a right one
+/// is what the hook reads with `config_as`.
+fn a_typed_config_is_checked_at_load_and_read_by_config_as(
+    agent_dir: &std::path::Path,
+    proem: &dyn Fn(&[&str]) -> String,
+) {
+    let toml_path = agent_dir.join("proem.toml");
+    let added = std::fs::read_to_string(&toml_path).unwrap();
+    let line = added.lines().position(|l| l == "id = \"hello-notes\"").expect("the entry") + 1;
+    assert!(added.trim_end().lines().last().is_some_and(|l| l.starts_with("sha256 = ")), "the entry is last: {added}");
+    let build = |config: &str| {
+        std::fs::write(&toml_path, format!("{added}config = {config}\n")).unwrap();
+        let out = proem(&["build", agent_dir.to_str().unwrap(), "--format", "json"]);
+        serde_json::from_str::<serde_json::Value>(&out).unwrap()
+    };
+    let wrong = build("{ note = \"Be kind.\", max_tokens = -1, colour = \"red\" }");
+    let said: Vec<&str> =
+        wrong["diagnostics"].as_array().unwrap().iter().filter_map(|d| d["message"].as_str()).collect();
+    let refused: Vec<&&str> = said.iter().filter(|m| m.contains("does not match the schema")).collect();
+    assert_eq!(refused.len(), 1, "{said:?}");
+    for part in [
+        format!("([[plugins]] id = \"hello-notes\" at line {line} of proem.toml)"),
+        "config.max_tokens is -1, under the minimum 0 (schema /properties/max_tokens/minimum)".into(),
+        "config.colour is not a setting of this plugin (it takes: max_tokens, note) (schema /additionalProperties)"
+            .into(),
+    ] {
+        assert!(refused[0].contains(&part), "{part}: {}", refused[0]);
+    }
+    assert!(!wrong["stable"].as_str().unwrap().contains("## Note"), "the plugin was left out");
+    let right = build("{ note = \"Be kind.\", max_tokens = 50 }");
+    assert!(right["stable"].as_str().unwrap().contains("## Note\nBe kind."), "{right}");
+    assert!(!right["diagnostics"].to_string().contains("does not match"), "{right}");
+    std::fs::write(&toml_path, added).unwrap();
 }
 
 /// `proem plugin new` with names that read as something else in the

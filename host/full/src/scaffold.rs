@@ -263,7 +263,15 @@ fn lib_rs(name: &str, hooks: &[ScaffoldHook]) -> String {
     let has = |h: ScaffoldHook| hooks.contains(&h);
     let stable = has(ScaffoldHook::Sections) || has(ScaffoldHook::Overlay);
     let mut uses = vec!["Plugin"];
-    let mut code = format!("#[derive(Default)]\nstruct {type_name};\n\nimpl Plugin for {type_name} {{}}\n");
+    // The section's settings are a typed config: proem checks the operator's
+    // table against its schema at load, the hook reads it with config_as.
+    let (settings, config) = if has(ScaffoldHook::Sections) {
+        uses.push("Config");
+        (SETTINGS, ", config = Settings")
+    } else {
+        ("", "")
+    };
+    let mut code = format!("{settings}#[derive(Default)]\nstruct {type_name};\n\nimpl Plugin for {type_name} {{}}\n");
     let mut tests = String::new();
     if stable {
         uses.extend(["AgentContext", "File", "StableHook", "StableOutput"]);
@@ -305,14 +313,34 @@ fn lib_rs(name: &str, hooks: &[ScaffoldHook]) -> String {
     }
     uses.sort_unstable();
     format!(
-        "//! {name}: a proem plugin. The hooks it implements are the traits it\n//! implements; `register_plugin!` finds them.\n\nuse proem_sdk::{{{}}};\n\n{code}\nproem_sdk::register_plugin!({type_name});\n\n#[cfg(test)]\nmod tests {{\n    use super::*;\n{tests}}}\n",
+        "//! {name}: a proem plugin. The hooks it implements are the traits it\n//! implements; `register_plugin!` finds them.\n\nuse proem_sdk::{{{}}};\n\n{code}\nproem_sdk::register_plugin!({type_name}{config});\n\n#[cfg(test)]\nmod tests {{\n    use super::*;\n{tests}}}\n",
         uses.join(", ")
     )
 }
 
+/// The template's config type (with a stable section): its schema is the
+/// plugin's `proem:config-schema`, through `register_plugin!`.
+const SETTINGS: &str = r###"/// The plugin's settings: its `[plugins.config]` table in the agent's
+/// proem.toml. proem checks the table against this type's schema when it
+/// loads the plugin, so a wrong one is refused before any build.
+#[derive(Config)]
+struct Settings {
+    /// The note's text (default: "Hello from a proem plugin.").
+    note: Option<String>,
+    /// The most tokens the note may take (default: no limit).
+    max_tokens: Option<u32>,
+}
+
+"###;
+
 const STABLE_SECTION: &str = r###"        // A section after Safety, from the operator's config.
-        let note = ctx.config_str("note").unwrap_or("Hello from a proem plugin.");
-        out = out.section(Section::after("safety", "note", format!("## Note\n{note}")));
+        let settings: Settings = ctx.config_as().map_err(|e| e.to_string())?;
+        let note = settings.note.as_deref().unwrap_or("Hello from a proem plugin.");
+        let mut section = Section::after("safety", "note", format!("## Note\n{note}"));
+        if let Some(tokens) = settings.max_tokens {
+            section = section.max_tokens(tokens);
+        }
+        out = out.section(section);
 "###;
 
 const STABLE_PREFIX: &str = r###"        // A line at the top of the prompt, for one provider only.
@@ -348,6 +376,13 @@ const STABLE_SECTION_TEST: &str = r###"
         let out = {T}.stable(&ctx, &[]).unwrap();
         assert!(out.sections[0].body.contains("Be kind."));
     }
+
+    #[test]
+    fn a_wrong_setting_is_an_error_naming_it() {
+        let ctx = AgentContext::builder().config(proem_sdk::serde_json::json!({"max_tokens": -1})).build();
+        let err = {T}.stable(&ctx, &[]).unwrap_err();
+        assert!(err.starts_with("config.max_tokens: expected an integer from 0 to 4294967295"), "{err}");
+    }
 "###;
 
 const STABLE_PREFIX_TEST: &str = r###"
@@ -380,7 +415,7 @@ const BOOTSTRAP_TEST: &str = r###"
 fn readme(name: &str) -> String {
     let file = name.replace('-', "_");
     format!(
-        "# {name}\n\nA proem plugin.\n\n```sh\ncargo build --release --target wasm32-wasip2\nproem plugin check target/wasm32-wasip2/release/{file}.wasm\n```\n\nThen copy the .wasm into an agent's `plugins/` folder and add to its proem.toml:\n\n```toml\n[[plugins]]\nid = \"{name}\"\npath = \"plugins/{file}.wasm\"\n```\n"
+        "# {name}\n\nA proem plugin.\n\n```sh\ncargo build --release --target wasm32-wasip2\nproem plugin check target/wasm32-wasip2/release/{file}.wasm\n```\n\nThen copy the .wasm into an agent's `plugins/` folder and add to its proem.toml:\n\n```toml\n[[plugins]]\nid = \"{name}\"\npath = \"plugins/{file}.wasm\"\n# With a stable section: its Settings, checked against their schema at load.\nconfig = {{ note = \"Be kind.\" }}\n```\n"
     )
 }
 

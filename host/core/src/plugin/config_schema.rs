@@ -10,7 +10,8 @@
 //! read without running it (so a build whose answers are all on disk checks
 //! the config too), it needs no new plugin API version, and every toolchain
 //! can add one (the Python and JS templates append theirs after building;
-//! the Rust SDK's `config_schema!` stamps it like the API version).
+//! the Rust SDK's `register_plugin!(P, config = T)` stamps the schema
+//! `#[derive(Config)]` wrote for `T`, like the API version).
 //!
 //! The schema comes from the plugin, so it is untrusted input: a small
 //! subset of JSON Schema is understood ([`KEYWORDS`]; annotations such as
@@ -22,6 +23,7 @@
 //! ([`MAX_NODES`]).
 
 use serde_json::{Map, Value};
+use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
 /// The custom section a plugin's config schema is in.
@@ -65,8 +67,8 @@ pub struct Schema {
     additional: Option<Option<Box<Schema>>>,
     items: Option<Box<Schema>>,
     allowed: Option<Allowed>,
-    minimum: Option<f64>,
-    maximum: Option<f64>,
+    minimum: Option<serde_json::Number>,
+    maximum: Option<serde_json::Number>,
     min_length: Option<u64>,
     max_length: Option<u64>,
     min_items: Option<u64>,
@@ -273,8 +275,8 @@ impl Schema {
     /// Reads the numeric bounds (`minimum`, `maximum`, `minLength`,
     /// `maxLength`, `minItems`, `maxItems`) of the schema `object` at `at`.
     fn read_bounds(&mut self, object: &serde_json::Map<String, Value>, at: &str) -> Result<(), String> {
-        let number = |key: &str| -> Result<Option<f64>, String> {
-            object.get(key).map(|v| v.as_f64().ok_or_else(|| format!("{at}/{key}: a number"))).transpose()
+        let number = |key: &str| -> Result<Option<serde_json::Number>, String> {
+            object.get(key).map(|v| v.as_number().cloned().ok_or_else(|| format!("{at}/{key}: a number"))).transpose()
         };
         let count = |key: &str| -> Result<Option<u64>, String> {
             object.get(key).map(|v| v.as_u64().ok_or_else(|| format!("{at}/{key}: a whole number"))).transpose()
@@ -324,12 +326,11 @@ impl Schema {
         }
         match value {
             Value::Number(n) => {
-                let n = n.as_f64().unwrap_or(f64::NAN);
-                if self.minimum.is_some_and(|min| n.is_nan() || n < min) {
-                    say(format!("is {n}, under the minimum {}", self.minimum.unwrap_or_default()), "minimum");
+                if let Some(min) = self.minimum.as_ref().filter(|min| compare(n, min).is_none_or(Ordering::is_lt)) {
+                    say(format!("is {n}, under the minimum {min}"), "minimum");
                 }
-                if self.maximum.is_some_and(|max| n.is_nan() || n > max) {
-                    say(format!("is {n}, over the maximum {}", self.maximum.unwrap_or_default()), "maximum");
+                if let Some(max) = self.maximum.as_ref().filter(|max| compare(n, max).is_none_or(Ordering::is_gt)) {
+                    say(format!("is {n}, over the maximum {max}"), "maximum");
                 }
             }
             Value::String(s) => {
@@ -416,6 +417,38 @@ impl std::fmt::Display for Problem {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{} {} (schema {})", crate::text::one_line(&self.at, 200), self.what, self.schema)
     }
+}
+
+/// How two JSON numbers compare, exactly: integers as integers (an i64 or
+/// u64 bound is not rounded to a float, so `u64::MAX` and `2^63` keep
+/// their place), a float against an integer by its whole part, then its
+/// fraction. `None` only for a float that is not a number.
+fn compare(a: &serde_json::Number, b: &serde_json::Number) -> Option<Ordering> {
+    match (whole(a), whole(b)) {
+        (Some(x), Some(y)) => Some(x.cmp(&y)),
+        (Some(x), None) => float_against(b.as_f64()?, x).map(Ordering::reverse),
+        (None, Some(y)) => float_against(a.as_f64()?, y),
+        (None, None) => a.as_f64()?.partial_cmp(&b.as_f64()?),
+    }
+}
+
+/// An integer number as i128 (a float, even a whole one, is `None`).
+fn whole(n: &serde_json::Number) -> Option<i128> {
+    n.as_i64().map(i128::from).or_else(|| n.as_u64().map(i128::from))
+}
+
+/// A float against an integer: exact (the integer is within ±2^64, and a
+/// float within ±2^100 has an exact whole part in i128).
+fn float_against(f: f64, i: i128) -> Option<Ordering> {
+    const LIMIT: f64 = 1.2676506002282294e30; // 2^100
+    if f.is_nan() {
+        return None;
+    }
+    if f.abs() >= LIMIT {
+        return Some(if f > 0.0 { Ordering::Greater } else { Ordering::Less });
+    }
+    let whole = f.trunc() as i128;
+    Some(whole.cmp(&i).then(f.fract().partial_cmp(&0.0)?))
 }
 
 /// A key as a JSON pointer token (RFC 6901), made printable.
@@ -507,6 +540,33 @@ mod tests {
                 let config: Map<String, Value> = (0..width + 20).map(|i| (format!("k{i}"), json!(i))).collect();
                 prop_assert!(schema.check(&Value::Object(config)).len() <= MAX_PROBLEMS);
             }
+        }
+    }
+
+    /// Bounds compare exactly, however the number is written: a float
+    /// rounding of `i64::MAX` or `u64::MAX` would admit 2^63 and 2^64.
+    #[test]
+    fn integer_bounds_compare_exactly_at_64_bits() {
+        let s = schema(json!({"properties": {
+            "i": {"type": "integer", "minimum": i64::MIN, "maximum": i64::MAX},
+            "u": {"type": "integer", "minimum": 0, "maximum": u64::MAX},
+            "h": {"type": "number", "minimum": 0.5, "maximum": 2}
+        }}));
+        let admitted = |v: Value| s.check(&v).is_empty();
+        assert!(admitted(json!({"i": i64::MAX, "u": u64::MAX, "h": 2})));
+        assert!(admitted(json!({"i": i64::MIN, "u": 0, "h": 0.5})));
+        assert!(admitted(json!({"i": -9_223_372_036_854_775_808.0f64, "h": 1.999})));
+        for refused in [
+            json!({"i": i64::MAX as u64 + 1}),
+            json!({"i": 9_223_372_036_854_775_808.0f64}),
+            json!({"i": -9_223_372_036_854_777_856.0f64}),
+            json!({"u": 18_446_744_073_709_551_616.0f64}),
+            json!({"u": -0.5}),
+            json!({"u": 1e300}),
+            json!({"h": 2.000001}),
+            json!({"h": 0.4999}),
+        ] {
+            assert!(!admitted(refused.clone()), "{refused}");
         }
     }
 
