@@ -275,6 +275,42 @@ fn pinned_agent(dir: &std::path::Path, wasm: &[u8]) {
     std::fs::write(dir.join("proem.toml"), config).unwrap();
 }
 
+/// `plugin add` keeps the digest of the file it wrote once the file
+/// system's clock has moved past it, so the first build after it reads no
+/// byte of the plugin without waiting for the file to settle; and a write
+/// right after the add (same size, its modification time set back) is
+/// still never taken for that digest: the file's change time moved, and
+/// the pin refuses the new bytes.
+#[test]
+fn the_first_build_after_plugin_add_reads_no_byte_and_a_write_after_it_is_seen() {
+    plugin_env();
+    let dir = tempfile::tempdir().unwrap();
+    let agent = dir.path().join("agent");
+    let wasm = with_custom_section(&guest_wasm("gpt5-overlay"), "the_first_build_after_plugin_add_reads_no_byte");
+    std::fs::write(dir.path().join("hw.wasm"), &wasm).unwrap();
+    let added = proem_full::install::add(&dir.path().join("hw.wasm"), &agent, Some("hw")).unwrap();
+    let said = proem_full::install::warm(&agent, &added);
+    assert!(said.contains("compiled into the plugin cache"), "{said}");
+    let first = proem::Assembler::open(&agent, None).unwrap();
+    let built = first.build(&turn()).unwrap();
+    assert_eq!(plugin_status(&built, "hw"), "ok");
+    let Ok(ready) = &first.plugins().plugins()[0].state else { panic!("not loaded") };
+    assert!(!ready.binary_was_read(), "the first build after plugin add read the plugin file");
+    // At once, as fast as a process can: other bytes of the same size,
+    // the modification time set back to the add's.
+    let path = agent.join(&added.path);
+    let written = std::fs::metadata(&path).unwrap().modified().unwrap();
+    let mut changed = wasm.clone();
+    let last = changed.len() - 1;
+    changed[last] ^= 1;
+    std::fs::write(&path, &changed).unwrap();
+    std::fs::File::options().write(true).open(&path).unwrap().set_modified(written).unwrap();
+    let reopened = proem::Assembler::open(&agent, None).map(|_| ()).unwrap_err().to_string();
+    assert!(reopened.contains("but proem.toml pins"), "{reopened}");
+    let left: Vec<_> = std::fs::read_dir(agent.join("plugins")).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left, ["hw.wasm"], "the clock probe is gone from the agent's folder");
+}
+
 /// Waits until every file under `dirs` has settled (its digest may be
 /// kept, see proem_core::plugin::binary::SETTLED): a bounded wait.
 fn settle() {

@@ -417,6 +417,7 @@ pub fn warm(agent_dir: &Path, done: &Installed) -> String {
         ..proem_core::config::PluginConfig::default()
     };
     let cache = proem_core::cache_dir::default_path();
+    proem::keep_new_plugin_digest(agent_dir, &done.path, cache.as_deref());
     match proem::load_plugins(&[config], agent_dir, cache.as_deref()) {
         Ok(set) => match set.plugins().first().map(|p| &p.state) {
             // Described from disk before: compiled only if its cache entry is gone.

@@ -193,6 +193,19 @@ pub fn error_field(error: &ProemError) -> Option<String> {
 /// `proem plugins` lists), their code run in wasmtime, compiled components
 /// cached in `cache_dir` when it passes the checks of
 /// `proem_core::cache_dir` (`None`: compile every time, write nothing).
+/// Keeps the digest of the plugin file `path` (relative to `agent_dir`)
+/// just written by `plugin add` or `pull` in the answers of `cache_dir`,
+/// so the first build after it reads no byte of the file (see
+/// `proem_core::plugin::binary::keep_new_file_digest`). Returns whether it
+/// was kept.
+pub fn keep_new_plugin_digest(agent_dir: &Path, path: &str, cache_dir: Option<&Path>) -> bool {
+    use proem_core::plugin::runtime::Runtime;
+    let Some(cache_dir) = cache_dir.and_then(proem_core::cache_dir::checked) else { return false };
+    let identity = proem_wasm::WASMTIME.identity();
+    proem_core::plugin::answers::Answers::open(Some(&cache_dir), identity)
+        .is_some_and(|answers| proem_core::plugin::binary::keep_new_file_digest(agent_dir, path, &answers))
+}
+
 pub fn load_plugins(
     configs: &[proem_core::config::PluginConfig],
     agent_dir: &Path,

@@ -83,13 +83,15 @@ impl Wasm {
         let shown = agent_dir.join(path).display().to_string();
         let file = open_regular(agent_dir, path, &shown, declared_at)?;
         let meta = file.metadata().map_err(|e| format!("{shown}: {e}"))?;
-        let key = answers.filter(|_| settled(&meta, SystemTime::now())).map(|a| (a, stat_key(a, &meta)));
+        // A digest is kept only for a stat no later write can leave as it
+        // is (see `keep`), so one found for this very stat is this file's.
+        let key = answers.map(|a| (a, stat_key(a, &meta)));
         let kept: Option<String> = key.and_then(|(answers, key)| answers.get(key)).filter(|d: &String| is_digest(d));
         let digest = match kept {
             Some(digest) => digest,
             None => {
                 let digest = hash_file(&file, &shown)?;
-                if let Some((answers, key)) = key {
+                if let Some((answers, key)) = key.filter(|_| settled(&meta, SystemTime::now())) {
                     answers.put(key, &digest);
                 }
                 digest
@@ -203,6 +205,65 @@ fn hash_file(file: &File, shown: &str) -> Result<String, String> {
         return Err(format!("{shown}: over the {MAX_PLUGIN_BYTES} byte limit for a plugin"));
     }
     Ok(digest)
+}
+
+/// Keeps the digest of the plugin file at `path` under `agent_dir`, just
+/// written by `plugin add` or `pull`, so that the first build need not
+/// read and hash it (an 18 MB Python plugin: ~20 ms of that build's CPU).
+/// A build keeps a digest only once the file has [`SETTLED`]; this does
+/// not wait two seconds but for the file system's own clock to move past
+/// the file's times: it stamps a probe file beside the plugin (created and
+/// removed at once) until the probe's change time is later than both of
+/// the plugin's times, at most [`SETTLED`]. From then on any write to the
+/// plugin stamps a later time than the stat kept, so it is never taken for
+/// this digest. The file is hashed after that point, and kept only when
+/// its stat is the same before and after hashing. Returns whether it was
+/// kept (never an error: the first build hashes it then).
+pub fn keep_new_file_digest(agent_dir: &Path, path: &str, answers: &Answers) -> bool {
+    let shown = agent_dir.join(path).display().to_string();
+    let Ok(file) = open_regular(agent_dir, path, &shown, None) else { return false };
+    let Ok(agent) = cap_std::fs::Dir::open_ambient_dir(agent_dir, cap_std::ambient_authority()) else { return false };
+    let folder = match Path::new(path).parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(parent) => match agent.open_dir(parent) {
+            Ok(folder) => folder,
+            Err(_) => return false,
+        },
+        None => agent,
+    };
+    let Ok(before) = file.metadata() else { return false };
+    if !clock_moved_past(&folder, &before) {
+        return false;
+    }
+    let Ok(before) = file.metadata() else { return false };
+    let Ok(digest) = hash_file(&file, &shown) else { return false };
+    let Ok(after) = file.metadata() else { return false };
+    let key = stat_key(answers, &before);
+    if key != stat_key(answers, &after) {
+        return false;
+    }
+    answers.put(key, &digest);
+    true
+}
+
+/// Whether a file created now in `folder` gets a change time later than
+/// both of `meta`'s times, waiting for that at most [`SETTLED`]. The probe
+/// is a new name (`O_EXCL`), removed at once.
+fn clock_moved_past(folder: &cap_std::fs::Dir, meta: &std::fs::Metadata) -> bool {
+    let newest = (meta.mtime(), meta.mtime_nsec()).max((meta.ctime(), meta.ctime_nsec()));
+    let started = std::time::Instant::now();
+    let probe = format!(".proem-clock-probe-{}", std::process::id());
+    let mut create = cap_std::fs::OpenOptions::new();
+    create.write(true).create_new(true);
+    while started.elapsed() < SETTLED {
+        let stamped = folder.open_with(&probe, &create).and_then(|f| f.into_std().metadata());
+        let _ = folder.remove_file(&probe);
+        match stamped {
+            Ok(now) if (now.ctime(), now.ctime_nsec()) > newest => return true,
+            Ok(_) => std::thread::sleep(Duration::from_millis(2)),
+            Err(_) => return false,
+        }
+    }
+    false
 }
 
 /// Whether both of a file's times are at least [`SETTLED`] before `now`
