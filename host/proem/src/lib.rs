@@ -189,10 +189,6 @@ pub fn error_field(error: &ProemError) -> Option<String> {
     }
 }
 
-/// Loads plugin entries on their own, outside an agent's build (what
-/// `proem plugins` lists), their code run in wasmtime, compiled components
-/// cached in `cache_dir` when it passes the checks of
-/// `proem_core::cache_dir` (`None`: compile every time, write nothing).
 /// Keeps the digest of the plugin file `path` (relative to `agent_dir`)
 /// just written by `plugin add` or `pull` in the answers of `cache_dir`,
 /// so the first build after it reads no byte of the file (see
@@ -206,6 +202,10 @@ pub fn keep_new_plugin_digest(agent_dir: &Path, path: &str, cache_dir: Option<&P
         .is_some_and(|answers| proem_core::plugin::binary::keep_new_file_digest(agent_dir, path, &answers))
 }
 
+/// Loads plugin entries on their own, outside an agent's build (what
+/// `proem plugins` lists), their code run in wasmtime, compiled components
+/// cached in `cache_dir` when it passes the checks of
+/// `proem_core::cache_dir` (`None`: compile every time, write nothing).
 pub fn load_plugins(
     configs: &[proem_core::config::PluginConfig],
     agent_dir: &Path,
