@@ -191,11 +191,6 @@ impl Members {
         self.values.remove(field);
     }
 
-    /// Whether it holds no member.
-    pub fn is_empty(&self) -> bool {
-        self.values.is_empty()
-    }
-
     /// The refusal of body field `field` (`tools[2].name`), its member
     /// named as the caller spelled it.
     /// (A member's own name may hold `.` or `[`: the longest member name
