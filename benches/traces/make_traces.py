@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """Writes the two traces of the cache-reuse benchmark (deterministic: a fixed
-seed, no network). `python3 benches/traces/make_traces.py` rewrites
-week.jsonl and support.jsonl beside this file; the format is
-host/full/src/replay/trace.rs's.
+seed, no network, the same bytes under any hash seed).
+`python3 benches/traces/make_traces.py [OUT_DIR [NAME...]]` writes the
+named traces (default: both) into OUT_DIR (default: beside this file); the
+format is host/full/src/replay/trace.rs's. week.jsonl is tracked beside
+this file; support.jsonl (2.6 MB) is not: `proem_full::replay::traces`
+writes it into the target folder with this script when it is missing.
 
 - week.jsonl: a week of one personal agent: a Telegram DM with its owner in
   bursts through the day, a Discord group with gaps of minutes to an hour
@@ -15,7 +18,7 @@ host/full/src/replay/trace.rs's.
   context (the customer record and retrieved help-centre articles); the
   refund policy in AGENTS.md is edited once at midday.
 """
-import json, random, os, datetime
+import json, random, os, sys, datetime
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORDS = ("the a to of and in that is for it on with as you this be are or your can at by from we will have not "
@@ -53,10 +56,14 @@ def tool(rng, name, params):
 def iso(t):
     return t.strftime("%Y-%m-%dT%H:%M:%SZ")
 
-def write(name, lines):
-    with open(os.path.join(HERE, name), "w") as f:
+def write(out_dir, name, lines):
+    """Writes the trace whole, then renames it: a reader never sees half."""
+    path = os.path.join(out_dir, name)
+    part = f"{path}.{os.getpid()}.part"
+    with open(part, "w", encoding="utf-8", newline="\n") as f:
         for line in lines:
             f.write(json.dumps(line, ensure_ascii=False) + "\n")
+    os.replace(part, path)
 
 def week():
     rng = random.Random(30)
@@ -158,5 +165,14 @@ def finish(lines, events, agent):
         lines.append(line)
     return lines
 
-write("week.jsonl", week())
-write("support.jsonl", support())
+TRACES = {"week.jsonl": week, "support.jsonl": support}
+
+if __name__ == "__main__":
+    out_dir = sys.argv[1] if len(sys.argv) > 1 else HERE
+    names = sys.argv[2:] or sorted(TRACES)
+    unknown = [n for n in names if n not in TRACES]
+    if unknown:
+        sys.exit(f"make_traces.py: unknown trace {unknown[0]!r} (known: {', '.join(sorted(TRACES))})")
+    os.makedirs(out_dir, exist_ok=True)
+    for name in names:
+        write(out_dir, name, TRACES[name]())

@@ -203,11 +203,17 @@ fn the_replay_shows_user_message_reusing_more_and_no_model_beyond_the_limit() {
 
 #[test]
 fn the_shipped_traces_parse_and_a_bad_trace_names_its_line() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../benches/traces");
-    for name in ["week.jsonl", "support.jsonl"] {
-        let text = std::fs::read_to_string(dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
-        let lines = proem_full::replay::trace::parse(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert!(lines.len() > 300, "{name}: {} lines", lines.len());
+    // support.jsonl is generated into the target folder when missing
+    // (make_traces.py, python3), and checked against its recorded digest.
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let target = std::path::Path::new(env!("CARGO_BIN_EXE_proem-full")).ancestors().nth(2).unwrap().to_path_buf();
+    let traces = proem_full::replay::traces::shipped(&repo, &target).unwrap_or_else(|e| panic!("{e}"));
+    let names: Vec<_> = traces.iter().filter_map(|p| p.file_name()?.to_str()).collect();
+    assert_eq!(names, ["support.jsonl", "week.jsonl"]);
+    for path in &traces {
+        let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let lines = proem_full::replay::trace::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert!(lines.len() > 300, "{}: {} lines", path.display(), lines.len());
     }
     let err = proem_full::replay::replay("{\"agent\": \"x\", \"files\": {\"/etc/passwd\": \"\"}}").unwrap_err();
     assert!(err.starts_with("line 1: files") && err.contains("relative"), "{err}");

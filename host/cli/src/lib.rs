@@ -12,6 +12,7 @@
 
 use clap::{Args, Parser, Subcommand};
 use proem_core::bounds::{self, Bound};
+use proem_core::error::ExitStatus;
 use proem_core::plugin::runtime::{AnswersOnly, Runtime};
 use proem_core::render::Format;
 use proem_core::request::BuildRequest;
@@ -507,17 +508,13 @@ pub fn finish(done: Result<Output, CliError>) -> ExitCode {
                 None => ExitCode::SUCCESS,
                 Some(why) => {
                     eprintln!("proem: error: {why}");
-                    ExitCode::from(1)
+                    ExitCode::from(ExitStatus::Failed.code())
                 }
             }
         }
-        Err(CliError::Bad(e)) => {
-            eprintln!("proem: error: {e}");
-            ExitCode::from(1)
-        }
-        Err(CliError::Usage(why)) => {
-            eprintln!("proem: error: {why}");
-            ExitCode::from(2)
+        Err(error) => {
+            eprintln!("proem: error: {error}");
+            ExitCode::from(error.exit_status().code())
         }
     }
 }
@@ -534,6 +531,25 @@ pub enum CliError {
 impl From<ProemError> for CliError {
     fn from(e: ProemError) -> CliError {
         CliError::Bad(e)
+    }
+}
+
+impl CliError {
+    /// Its exit status, from the one table ([`ExitStatus`]).
+    pub fn exit_status(&self) -> ExitStatus {
+        match self {
+            CliError::Bad(e) => e.exit_status(),
+            CliError::Usage(_) => ExitStatus::Usage,
+        }
+    }
+}
+
+impl std::fmt::Display for CliError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CliError::Bad(e) => write!(f, "{e}"),
+            CliError::Usage(why) => f.write_str(why),
+        }
     }
 }
 
@@ -655,4 +671,24 @@ pub fn init_logging(logs: Logs) {
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let format = tracing_subscriber::fmt::layer().with_ansi(ansi).with_writer(|| LogWriter);
     let _ = tracing_subscriber::registry().with(format.with_filter(filter)).try_init();
+}
+
+#[cfg(test)]
+mod exit_status_tests {
+    use super::*;
+    use clap::Parser;
+
+    /// clap exits by itself on a bad command line: its number is the
+    /// table's usage status, which the bindings give a refused turn.
+    #[test]
+    fn clap_usage_errors_exit_with_the_tables_usage_status() {
+        let usage = i32::from(ExitStatus::Usage.code());
+        for bad in [&["--budget", "0"][..], &["--chat-kind", "crowd"], &["--chanel", "x"], &["--now", "yesterday"]] {
+            let args = ["proem", "build", "examples/marlow"].iter().chain(bad);
+            let error = Cli::try_parse_from(args).err().map(|e| e.exit_code());
+            assert_eq!(error, Some(usage), "{bad:?}");
+        }
+        assert_eq!(CliError::Usage(String::new()).exit_status(), ExitStatus::Usage);
+        assert_eq!(CliError::Bad(ProemError::input("--timezone", "x")).exit_status(), ExitStatus::Failed);
+    }
 }

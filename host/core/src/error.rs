@@ -89,4 +89,50 @@ impl ProemError {
     pub fn input(input: impl Into<String>, message: impl Into<String>) -> Self {
         ProemError::Input { input: input.into(), message: message.into() }
     }
+
+    /// Its exit status ([`ExitStatus`]): a build's error is never a usage
+    /// error.
+    pub fn exit_status(&self) -> ExitStatus {
+        ExitStatus::Failed
+    }
+}
+
+/// How a command that failed ends: the one table of `proem`'s exit
+/// statuses. The CLI exits with them (clap's own usage errors exit with
+/// [`ExitStatus::Usage`]'s number too), and the language bindings put them
+/// on their errors (`exit_code`, `exitCode`), so the same mistake has the
+/// same number whichever way it arrived.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitStatus {
+    /// The build failed, or an input it read was wrong (a file, a value the
+    /// build checks, a plugin): every [`ProemError`].
+    Failed,
+    /// The command was wrong before anything ran: an unknown flag, a value
+    /// its flag's parser refuses, an agent folder that holds no agent; for a
+    /// binding, a turn member refused before the build (an unknown field, a
+    /// value of the wrong type or out of its range).
+    Usage,
+}
+
+impl ExitStatus {
+    /// The status of a request field refused before the build (`field` as
+    /// the body names it: `chat_kind`, `tools[2].name`): what `proem build`
+    /// exits with for the same value given as its flag. A flag's value is
+    /// refused by clap, a usage error; but `tools`' list is what the CLI
+    /// reads from its `--tools` file, and checks as the file's content (a
+    /// [`ProemError::Tools`]).
+    pub fn of_refused_field(field: &str) -> ExitStatus {
+        match field.split(['.', '[']).next() {
+            Some("tools") => ExitStatus::Failed,
+            _ => ExitStatus::Usage,
+        }
+    }
+
+    /// The process's exit status.
+    pub const fn code(self) -> u8 {
+        match self {
+            ExitStatus::Failed => 1,
+            ExitStatus::Usage => 2,
+        }
+    }
 }

@@ -1,24 +1,23 @@
 //! The cache-reuse benchmark (docs/PERFORMANCE.md "Cache reuse"):
-//! replays each trace of `benches/traces/` (or the traces given as
-//! arguments) and prints, per provider model and request layout, the share
-//! of input tokens the provider could serve from its cache, the trace's
-//! limit, the tokens written to the cache and the input cost.
+//! replays each trace of `proem_full::replay::traces` (or the traces given
+//! as arguments) and prints, per provider model and request layout, the
+//! share of input tokens the provider could serve from its cache, the
+//! trace's limit, the tokens written to the cache and the input cost. A
+//! generated trace missing from the target folder is written first (with
+//! `python3 benches/traces/make_traces.py`), which it says.
 //!
 //! `cargo bench -p proem-full --bench cache_reuse [-- TRACE.jsonl...]`
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 fn main() {
     let given: Vec<PathBuf> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).map(PathBuf::from).collect();
     let traces = if given.is_empty() {
-        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../benches/traces");
-        let mut found: Vec<PathBuf> = std::fs::read_dir(&dir)
-            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-            .collect();
-        found.sort();
-        found
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        // This executable is target/<profile>/deps/cache_reuse-*.
+        let exe = std::env::current_exe().unwrap_or_else(|e| panic!("where this bench runs from: {e}"));
+        let target = exe.ancestors().nth(3).map_or_else(|| repo.join("target"), Path::to_path_buf);
+        proem_full::replay::traces::shipped(&repo, &target).unwrap_or_else(|e| panic!("{e}"))
     } else {
         given
     };

@@ -15,7 +15,7 @@
 //! anything): a converter stops at [`MAX_DEPTH`] levels of nesting and
 //! [`MAX_NODES`] values, and every refusal names the member it is about.
 
-use crate::{Assembler, BuildRequest, Built, Format, ProemError, Turn};
+use crate::{Assembler, BuildRequest, Built, ExitStatus, Format, ProemError, Turn};
 use std::sync::Arc;
 
 /// Levels of nesting a turn member may have (a tool's `parameters` schema
@@ -26,6 +26,11 @@ pub const MAX_DEPTH: u32 = 128;
 /// Values (every string, number, list and map counted) one turn member may
 /// hold: napi-rs's own bound for a JS value.
 pub const MAX_NODES: usize = 1_000_000;
+
+/// Why a string holding a lone surrogate (`"\u{D800}"` in JS, `"\ud800"`
+/// in Python) is refused, in either binding: a prompt is UTF-8 text, and
+/// `proem serve` refuses such a body as invalid JSON text.
+pub const NOT_UNICODE: &str = "holds a lone surrogate: not Unicode text, which a prompt must be";
 
 /// How a binding's users spell a turn's members.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,17 +106,108 @@ pub struct Refusal {
     pub message: String,
     /// The field at fault, in the binding's spelling.
     pub field: Option<String>,
+    /// What `proem build` exits with for the same value as its flag
+    /// ([`ExitStatus::of_refused_field`]).
+    pub exit: ExitStatus,
 }
 
 impl Refusal {
     /// A refusal of member `field` (as the body spells it).
     pub fn of_field(spelling: Spelling, field: &str, why: impl std::fmt::Display) -> Refusal {
-        Refusal { message: format!("field `{field}`: {why}"), field: Some(spelling.from_body(field)) }
+        Refusal::of_member(&spelling.from_body(field), field, why)
     }
 
-    /// A refusal of the turn as a whole.
+    /// A refusal of the member the caller named `spelled` (`field` as the
+    /// body spells it): the error names it as the caller wrote it, whatever
+    /// the name (`__proto__`, `session_key` given to Node).
+    pub fn of_member(spelled: &str, field: &str, why: impl std::fmt::Display) -> Refusal {
+        Refusal {
+            message: format!("field `{field}`: {why}"),
+            field: Some(spelled.into()),
+            exit: ExitStatus::of_refused_field(field),
+        }
+    }
+
+    /// A refusal of the turn as a whole: a usage error.
     pub fn of_turn(why: impl std::fmt::Display) -> Refusal {
-        Refusal { message: format!("the turn is not a build request: {why}"), field: None }
+        Refusal { message: format!("the turn is not a build request: {why}"), field: None, exit: ExitStatus::Usage }
+    }
+}
+
+/// Why a call failed, as both bindings raise it: the CLI's message, the
+/// kind's code, the field at fault and the CLI's exit status for the same
+/// mistake ([`ExitStatus`], the CLI's one table).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// What `proem build` prints after `proem: error: `.
+    pub message: String,
+    /// `bad-request`, `budget-too-small`, `plugin-failed`, `agent-unavailable`.
+    pub code: &'static str,
+    /// The turn field at fault, in the binding's spelling.
+    pub field: Option<String>,
+    /// What `proem build` exits with for it.
+    pub exit_code: u8,
+}
+
+impl Failure {
+    /// A build's (or an agent folder's) error: the CLI's exit status for a
+    /// [`ProemError`].
+    pub fn of(error: &ProemError) -> Failure {
+        Failure {
+            message: error.to_string(),
+            code: crate::error_code(error),
+            field: crate::error_field(error),
+            exit_code: error.exit_status().code(),
+        }
+    }
+}
+
+impl From<Refusal> for Failure {
+    /// A turn refused before the build: mostly what the CLI's flag parser
+    /// refuses, a usage error.
+    fn from(refusal: Refusal) -> Failure {
+        Failure { message: refusal.message, code: "bad-request", field: refusal.field, exit_code: refusal.exit.code() }
+    }
+}
+
+/// A turn's members as the body names them, each remembering how the
+/// caller spelled its name, so a refusal names the field as written.
+#[derive(Debug, Clone, Default)]
+pub struct Members {
+    values: serde_json::Map<String, serde_json::Value>,
+    spelled: std::collections::BTreeMap<String, String>,
+}
+
+impl Members {
+    /// Sets the member the caller named `spelled` (`field` in the body).
+    pub fn insert(&mut self, spelled: &str, field: String, value: serde_json::Value) {
+        self.spelled.insert(field.clone(), spelled.into());
+        self.values.insert(field, value);
+    }
+
+    /// Removes the member `field` (as the body names it).
+    pub fn remove(&mut self, field: &str) {
+        self.spelled.remove(field);
+        self.values.remove(field);
+    }
+
+    /// The refusal of body field `field` (`tools[2].name`), its member
+    /// named as the caller spelled it.
+    /// (A member's own name may hold `.` or `[`: the longest member name
+    /// the path starts with is its member.)
+    fn refusal(&self, spelling: Spelling, field: &str, why: &str) -> Refusal {
+        let starts = |name: &&String| {
+            field.strip_prefix(name.as_str()).is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
+        };
+        match self.spelled.keys().filter(starts).max_by_key(|name| name.len()) {
+            Some(root) => {
+                let spelled = self.spelled.get(root).map_or(root.as_str(), String::as_str);
+                let mut refusal = Refusal::of_member(spelled, field, why);
+                refusal.field = Some(format!("{spelled}{}", spelling.from_body(&field[root.len()..])));
+                refusal
+            }
+            None => Refusal::of_field(spelling, field, why),
+        }
     }
 }
 
@@ -119,17 +215,14 @@ impl Refusal {
 /// dropped, named as the body names them): checked exactly as `proem
 /// serve` checks its body ([`BuildRequest::from_members`]). `format` is
 /// refused: a build renders every format.
-pub fn request_from_members(
-    spelling: Spelling,
-    members: serde_json::Map<String, serde_json::Value>,
-) -> Result<BuildRequest, Refusal> {
-    let request = BuildRequest::from_members(members).map_err(|e| match &e.field {
-        Some(field) => Refusal::of_field(spelling, field, &e.message),
+pub fn request_from_members(spelling: Spelling, members: Members) -> Result<BuildRequest, Refusal> {
+    let request = BuildRequest::from_members(members.values.clone()).map_err(|e| match &e.field {
+        Some(field) => members.refusal(spelling, field, &e.message),
         None => Refusal::of_turn(&e.message),
     })?;
     if request.format.is_some() {
         let why = format!("not a turn field: a Built renders every format ({})", spelling.renderers());
-        return Err(Refusal::of_field(spelling, "format", why));
+        return Err(members.refusal(spelling, "format", &why));
     }
     Ok(request)
 }
@@ -235,18 +328,66 @@ mod tests {
         }
     }
 
+    /// The members of `json`, each spelled by the caller as `spelling`
+    /// spells its body name.
+    fn members(spelling: Spelling, json: serde_json::Value) -> Members {
+        let mut members = Members::default();
+        for (field, value) in json.as_object().cloned().unwrap_or_default() {
+            members.insert(&spelling.from_body(&field), field, value);
+        }
+        members
+    }
+
+    proptest! {
+        /// Whatever a member's name (`__proto__`, `_x`, `a__b`, any text),
+        /// a refusal names it exactly as the caller spelled it, in both
+        /// spellings: the name is carried, never derived again.
+        #[test]
+        fn a_refused_member_is_named_as_the_caller_spelled_it(spelled in "[_a-zA-Z]{0,3}(_{1,2}[a-zA-Z0-9]{1,4}){0,3}_{0,2}|\\PC{1,12}") {
+            for spelling in [Spelling::Snake, Spelling::Camel] {
+                let field = spelling.to_body(&spelled);
+                prop_assume!(!["format", "strict"].contains(&field.as_str()));
+                let mut members = Members::default();
+                members.insert(&spelled, field.clone(), serde_json::json!({"no": "such field"}));
+                let refusal = request_from_members(spelling, members).err();
+                prop_assert!(refusal.is_some(), "{:?} was taken as a turn field", spelled);
+                let refusal = refusal.unwrap_or_else(|| Refusal::of_turn(""));
+                prop_assert_eq!(refusal.field.as_deref(), Some(spelled.as_str()), "{}", refusal.message);
+            }
+        }
+    }
+
     #[test]
     fn format_is_refused_and_named_in_each_spelling() {
         for (spelling, method) in [(Spelling::Snake, "to_openai()"), (Spelling::Camel, "toOpenai()")] {
-            let members = serde_json::json!({"format": "json"}).as_object().cloned().unwrap_or_default();
-            let refusal = request_from_members(spelling, members).unwrap_err();
+            let refusal =
+                request_from_members(spelling, members(spelling, serde_json::json!({"format": "json"}))).unwrap_err();
             assert_eq!(refusal.field.as_deref(), Some("format"));
             assert!(refusal.message.starts_with("field `format`: ") && refusal.message.contains(method));
         }
-        let members = serde_json::json!({"chat_kind": "crowd"}).as_object().cloned().unwrap_or_default();
-        let refusal = request_from_members(Spelling::Camel, members).unwrap_err();
+        let turn = serde_json::json!({"chat_kind": "crowd"});
+        let refusal = request_from_members(Spelling::Camel, members(Spelling::Camel, turn.clone())).unwrap_err();
         assert_eq!(refusal.field.as_deref(), Some("chatKind"));
         assert!(refusal.message.starts_with("field `chat_kind`: "), "{}", refusal.message);
+        let mut as_snake = Members::default();
+        as_snake.insert("chat_kind", "chat_kind".into(), serde_json::json!("crowd"));
+        let refusal = request_from_members(Spelling::Camel, as_snake).unwrap_err();
+        assert_eq!(refusal.field.as_deref(), Some("chat_kind"), "named as the caller spelled it");
+    }
+
+    /// A refused turn exits as the CLI's usage errors do, a failed build as
+    /// its failures: the numbers come from the CLI's one table.
+    #[test]
+    fn a_refusal_is_a_usage_error_and_a_build_error_a_failure() {
+        let refused = Failure::from(Refusal::of_turn("x"));
+        assert_eq!((refused.code, refused.exit_code), ("bad-request", ExitStatus::Usage.code()));
+        let refused = Failure::from(Refusal::of_field(Spelling::Camel, "chat_kind", "x"));
+        assert_eq!(refused.exit_code, ExitStatus::Usage.code());
+        let refused = Failure::from(Refusal::of_field(Spelling::Camel, "tools[0].name", "x"));
+        assert_eq!(refused.exit_code, ExitStatus::Failed.code(), "a tools list is checked as the --tools file is");
+        let failed = Failure::of(&ProemError::input("--timezone", "x"));
+        assert_eq!((failed.code, failed.exit_code), ("bad-request", ExitStatus::Failed.code()));
+        assert_eq!(failed.field.as_deref(), Some("timezone"));
     }
 
     /// A build memo hit hands a binding the remembered build itself (no
@@ -257,7 +398,7 @@ mod tests {
         let marlow = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/marlow");
         let assembler = Assembler::open(&marlow, None)?;
         let members = serde_json::json!({"now": "2026-11-21T09:30:00Z", "channel": "slack"});
-        let request = request_from_members(Spelling::Snake, members.as_object().cloned().unwrap_or_default())
+        let request = request_from_members(Spelling::Snake, self::members(Spelling::Snake, members))
             .map_err(|r| ProemError::input("turn", r.message))?;
         let fresh = build(&assembler, &request)?;
         let again = build(&assembler, &request)?;

@@ -34,12 +34,14 @@ pub mod testkit;
 use std::path::Path;
 
 pub use proem_core::config::Config;
-pub use proem_core::error::ProemError;
+pub use proem_core::error::{ExitStatus, ProemError};
 pub use proem_core::memo::Caching;
 pub use proem_core::mode::Mode;
 pub use proem_core::plugin::PluginSet;
 pub use proem_core::render::Format;
-pub use proem_core::report::{Built, Diagnostic, FileReport, Level, PluginReport, SectionReport, TokenReport};
+pub use proem_core::report::{
+    Built, Diagnostic, FileReport, Level, PluginReport, SectionReport, StableInput, TokenReport,
+};
 pub use proem_core::request::{BodyError, BuildRequest};
 pub use proem_core::section::{Section, Slot, Zone};
 pub use proem_core::text::BOUNDARY_MARKER;

@@ -11,8 +11,10 @@
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
-use proem::binding::{Refusal, Spelling, MAX_DEPTH, MAX_NODES};
-use proem::{Assembler, BuildRequest, Caching, Format, ProemError};
+mod turn;
+
+use proem::binding::{Failure, Refusal, Spelling};
+use proem::{Assembler, BuildRequest, Caching, Format};
 use std::sync::Arc;
 
 /// The inputs of one turn: `proem build`'s flags, `proem serve`'s body.
@@ -104,31 +106,22 @@ fn caching_of(value: Option<Either<bool, CachingFlags>>) -> Caching {
     }
 }
 
-/// Why a build failed: the CLI's message, a code, the field at fault.
-pub struct Failure {
-    message: String,
-    code: &'static str,
-    field: Option<String>,
+/// A failure as the JS `Error` thrown (or the Promise rejected) for it.
+trait Thrown {
+    /// `message` is what `proem build` prints after `proem: error: `,
+    /// `code` the kind (`bad-request`, `budget-too-small`, `plugin-failed`,
+    /// `agent-unavailable`), `field` the turn field at fault (or null),
+    /// `exitCode` what `proem build` exits with for the same mistake (2 for
+    /// a turn refused before the build, as the CLI's usage errors; else 1).
+    fn into_error(self, env: &Env) -> Error;
 }
 
-impl Failure {
-    fn of(error: &ProemError) -> Failure {
-        Failure { message: error.to_string(), code: proem::error_code(error), field: proem::error_field(error) }
-    }
-
-    fn refused(refusal: Refusal) -> Failure {
-        Failure { message: refusal.message, code: "bad-request", field: refusal.field }
-    }
-
-    /// The JS `Error` thrown for it: `message` is what `proem build` prints
-    /// after `proem: error: `, `code` the kind (`bad-request`,
-    /// `budget-too-small`, `plugin-failed`, `agent-unavailable`), `field`
-    /// the turn field at fault (or null), `exitCode` the CLI's status (1).
+impl Thrown for Failure {
     fn into_error(self, env: &Env) -> Error {
         let made = env.create_error(Error::new(Status::GenericFailure, self.message)).and_then(|mut error| {
             error.set("code", self.code)?;
             error.set("field", self.field)?;
-            error.set("exitCode", 1)?;
+            error.set("exitCode", self.exit_code)?;
             Ok(error)
         });
         match made {
@@ -139,78 +132,12 @@ impl Failure {
 }
 
 /// The turn in `turn` (a [`Turn`], its fields in camelCase, or in the
-/// snake_case of `proem serve`'s JSON body), or the field at fault. Each
-/// member is converted on its own (napi-rs's bounded conversion: 128 levels,
-/// a million values), so a refusal names it; the members reach the core's
-/// check as values, never as text (`proem::binding`).
-fn parse_turn(turn: Option<Unknown<'_>>) -> std::result::Result<BuildRequest, Failure> {
-    let members = turn_members(turn).map_err(Failure::refused)?;
-    proem::binding::request_from_members(Spelling::Camel, members).map_err(Failure::refused)
-}
-
-/// The turn's members, named as the body names them, null and undefined
-/// ones dropped.
-fn turn_members(turn: Option<Unknown<'_>>) -> std::result::Result<serde_json::Map<String, serde_json::Value>, Refusal> {
-    let mut members = serde_json::Map::new();
-    let not_an_object = || Refusal::of_turn("expected an object of turn fields");
-    let Some(turn) = turn else { return Ok(members) };
-    match turn.get_type() {
-        Ok(ValueType::Undefined | ValueType::Null) => return Ok(members),
-        Ok(ValueType::Object) => {}
-        _ => return Err(not_an_object()),
-    }
-    // SAFETY: its type was checked just above.
-    let object: Object<'_> = unsafe { turn.cast() }.map_err(|_| not_an_object())?;
-    if object.is_array().unwrap_or(true) {
-        return Err(not_an_object());
-    }
-    let names = Object::keys(&object).map_err(|e| Refusal::of_turn(e.reason))?;
-    let mut nodes = MAX_NODES;
-    for name in names {
-        let field = Spelling::Camel.to_body(&name);
-        let member = object.get_named_property::<Unknown<'_>>(&name).map_err(|e| Refusal::of_turn(e.reason))?;
-        within_bounds(&member, MAX_DEPTH, &mut nodes).map_err(|why| Refusal::of_field(Spelling::Camel, &field, why))?;
-        match object.get::<serde_json::Value>(&name) {
-            Ok(None | Some(serde_json::Value::Null)) => {}
-            Ok(Some(value)) => {
-                members.insert(field, value);
-            }
-            Err(e) => {
-                return Err(Refusal::of_field(Spelling::Camel, &field, format!("not a JSON value: {}", e.reason)))
-            }
-        }
-    }
-    Ok(members)
-}
-
-/// Refuses a value nested deeper than [`MAX_DEPTH`] or holding more than
-/// [`MAX_NODES`] values in all, counting an array by its `length` before an
-/// element is read: napi-rs's converter reserves room for `length` elements
-/// first, so a sparse array of length 2³²−1 would abort the process. Every
-/// array's length and object's keys are charged to `nodes`, shared values
-/// each time they are reached, so the walk is bounded by `nodes` too.
-fn within_bounds(value: &Unknown<'_>, depth: u32, nodes: &mut usize) -> std::result::Result<(), String> {
-    if !matches!(value.get_type(), Ok(ValueType::Object)) {
-        return Ok(());
-    }
-    let depth = depth.checked_sub(1).ok_or_else(|| format!("nested deeper than {MAX_DEPTH} levels"))?;
-    // SAFETY: its type was checked just above.
-    let object: Object<'_> = unsafe { value.cast() }.map_err(|e| e.reason)?;
-    let too_many = || format!("more than {MAX_NODES} values");
-    if object.is_array().unwrap_or(false) {
-        let length = object.get_array_length().map_err(|e| e.reason)?;
-        *nodes = nodes.checked_sub(length as usize).ok_or_else(too_many)?;
-        for index in 0..length {
-            within_bounds(&object.get_element::<Unknown<'_>>(index).map_err(|e| e.reason)?, depth, nodes)?;
-        }
-    } else {
-        let keys = Object::keys(&object).map_err(|e| e.reason)?;
-        *nodes = nodes.checked_sub(keys.len()).ok_or_else(too_many)?;
-        for key in keys {
-            within_bounds(&object.get_named_property::<Unknown<'_>>(&key).map_err(|e| e.reason)?, depth, nodes)?;
-        }
-    }
-    Ok(())
+/// snake_case of `proem serve`'s JSON body), or the field at fault
+/// ([`turn::members`]); the members reach the core's check as values,
+/// never as text (`proem::binding`). No exception is left pending.
+fn parse_turn(env: &Env, turn: Option<Unknown<'_>>) -> std::result::Result<BuildRequest, Failure> {
+    let members = turn::members(env, turn)?;
+    Ok(proem::binding::request_from_members(Spelling::Camel, members)?)
 }
 
 /// Builds `request`, the memo first; with `strict`, a failed plugin fails.
@@ -258,15 +185,17 @@ impl Agent {
 
     /// Builds the prompt for one turn off the main thread (libuv's pool).
     #[napi(ts_args_type = "turn?: Turn", ts_return_type = "Promise<Built>")]
-    pub fn build(&self, turn: Option<Unknown<'_>>) -> AsyncTask<BuildTask> {
-        AsyncTask::new(BuildTask { assembler: self.assembler.clone(), request: Some(parse_turn(turn)) })
+    /// Every error, a turn refused as much as a failed build, rejects the
+    /// Promise: nothing is thrown.
+    pub fn build(&self, env: Env, turn: Option<Unknown<'_>>) -> AsyncTask<BuildTask> {
+        AsyncTask::new(BuildTask { assembler: self.assembler.clone(), request: Some(parse_turn(&env, turn)) })
     }
 
     /// docs/PERFORMANCE.md's baseline: `n` builds of the turn timed in
     /// Rust, nanoseconds each (`proem::binding::time_in_rust`).
     #[napi(js_name = "_timeInRust", ts_args_type = "turn: Turn, n: number, newClock: boolean")]
     pub fn time_in_rust(&self, env: Env, turn: Option<Unknown<'_>>, n: u32, new_clock: bool) -> Result<Vec<f64>> {
-        parse_turn(turn)
+        parse_turn(&env, turn)
             .and_then(|request| {
                 proem::binding::time_in_rust(&self.assembler, &request.turn, n, new_clock).map_err(|e| Failure::of(&e))
             })
@@ -277,7 +206,7 @@ impl Agent {
     /// Builds the prompt for one turn on this thread.
     #[napi(ts_args_type = "turn?: Turn")]
     pub fn build_sync(&self, env: Env, turn: Option<Unknown<'_>>) -> Result<Built> {
-        parse_turn(turn)
+        parse_turn(&env, turn)
             .and_then(|request| run(&self.assembler, &request))
             .map(|built| Built::wrap(&env, built))
             .map_err(|f| f.into_error(&env))
@@ -295,7 +224,7 @@ impl Task for BuildTask {
     type JsValue = Built;
 
     fn compute(&mut self) -> Result<Self::Output> {
-        let request = self.request.take().unwrap_or_else(|| Err(Failure::refused(Refusal::of_turn("built twice"))));
+        let request = self.request.take().unwrap_or_else(|| Err(Refusal::of_turn("built twice").into()));
         Ok(request.and_then(|request| run(&self.assembler, &request)))
     }
 
@@ -361,8 +290,23 @@ pub struct PluginReport {
     pub id: String,
     /// `ok`, `failed`, `skipped`, …
     pub status: String,
-    /// Time spent in the plugin.
+    /// Time spent in the plugin this build; 0 when it was `remembered`.
     pub elapsed_us: i64,
+    /// Whether this build made no call to the plugin because every answer
+    /// it needed was remembered (the build memo, the plugin answers' memo).
+    pub remembered: bool,
+}
+
+/// One input of the stable part and its digest: what moved the stable
+/// hash between two builds.
+#[napi(object)]
+pub struct StableInput {
+    /// The section it feeds, `source/id`; empty for an input of the whole build.
+    pub section: String,
+    /// `body`, `file:NAME`, `plugin:ID`, `config:[TABLE]`, `tools` or `skills`.
+    pub input: String,
+    /// xxh3-64 of it, 16 hex digits.
+    pub digest: String,
 }
 
 /// One thing the build wants its caller to know.
@@ -457,6 +401,27 @@ impl Built {
     pub fn tokenizer(&self) -> String {
         self.inner.tokenizer.clone()
     }
+    /// With `[cache] per_turn = "user_message"`, the per-turn sections,
+    /// out of the system prompt, for the newest user message (else null).
+    #[napi(getter)]
+    pub fn turn_context(&self) -> Option<String> {
+        self.inner.turn_context.clone()
+    }
+    /// Whether the token counts are the model's own tokenizer's.
+    #[napi(getter)]
+    pub fn exact(&self) -> bool {
+        self.inner.exact
+    }
+    /// What fed the stable part, with digests.
+    #[napi(getter)]
+    pub fn stable_inputs(&self) -> Vec<StableInput> {
+        let row = |i: &proem::StableInput| StableInput {
+            section: i.section.clone(),
+            input: i.input.clone(),
+            digest: i.digest.clone(),
+        };
+        self.inner.stable_inputs.iter().map(row).collect()
+    }
     /// Token counts.
     #[napi(getter)]
     pub fn tokens(&self) -> TokenReport {
@@ -511,6 +476,7 @@ impl Built {
                 id: p.id.clone(),
                 status: p.status.to_string(),
                 elapsed_us: i64::try_from(p.elapsed_us).unwrap_or(i64::MAX),
+                remembered: p.remembered,
             })
             .collect()
     }

@@ -2,7 +2,8 @@
 // the main thread, caching, the generated declarations.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import proem from "@proem/proem";
@@ -63,9 +64,66 @@ test("the package ships its generated declarations", () => {
   const require = createRequire(import.meta.url);
   const root = join(require.resolve("@proem/proem"), "..");
   const dts = readFileSync(join(root, "index.d.ts"), "utf8");
-  for (const needle of ["export declare class Agent", "build(turn?: Turn): Promise<Built>", "buildSync(turn?: Turn): Built", "export interface Turn", "sessionKey?: string", "toAnthropic()"]) {
+  for (const needle of ["export declare class Agent", "build(turn?: Turn): Promise<Built>", "buildSync(turn?: Turn): Built", "export interface Turn", "sessionKey?: string", "toAnthropic()", "remembered: boolean", "get stableInputs(): Array<StableInput>", "get exact(): boolean"]) {
     assert.ok(dts.includes(needle), needle);
   }
   const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
   assert.equal(pkg.types, "index.d.ts");
+});
+
+// What a build measured (how it ran, never what it built).
+const MEASURED = new Set(["elapsed_us", "remembered"]);
+const camel = (key) => key.replace(/_([a-z0-9])/g, (_, c) => c.toUpperCase());
+
+/** `ours` (a Built, a row object) has every key of the CLI's `report`, camelCased, equal. */
+function assertHasReport(ours, report, path) {
+  for (const [key, value] of Object.entries(report)) {
+    const where = `${path}.${key}`;
+    assert.ok(camel(key) in ours, `${where} is in the CLI's JSON report and not on the binding's object (${camel(key)})`);
+    const mine = ours[camel(key)];
+    if (Array.isArray(value) && value.length && typeof value[0] === "object") {
+      assert.equal(mine.length, value.length, where);
+      value.forEach((row, i) => assertHasReport(mine[i], row, `${where}[${i}]`));
+    } else if (value !== null && typeof value === "object" && !Array.isArray(value)) {
+      assertHasReport(mine, value, where);
+    } else if (!MEASURED.has(key)) {
+      assert.deepEqual(mine, value, where);
+    }
+  }
+}
+
+/** `proem build --format json`'s report (a tools list given as a file). */
+function cliReport(agentDir, turn, config) {
+  const tmp = process.env.PROEM_TMP;
+  const args = ["build", agentDir, "--format", "json", ...(config ? ["--config", config] : [])];
+  for (const [key, value] of Object.entries(turn)) args.push(`--${key.replace(/[A-Z]/g, (c) => "-" + c.toLowerCase())}`, String(value));
+  const run = spawnSync(process.env.PROEM_BIN, args, { timeout: 120_000, cwd: tmp });
+  assert.equal(run.status, 0, run.stderr.toString());
+  return JSON.parse(run.stdout.toString());
+}
+
+test("every field of the CLI's JSON report is on the binding's objects", () => {
+  const turns = [{ now: NOW }, { now: NOW, channel: "telegram", chatKind: "group", groupTitle: "Lab" }, { now: NOW, model: "gpt-5", mode: "minimal" }];
+  for (const name of ["marlow", "atlas", "juniper", "openclaw-style", "goclaw-style", "zeroclaw-style"]) {
+    const dir = join(repo, "examples", name);
+    const agent = new Agent(dir);
+    for (const turn of turns) assertHasReport(agent.buildSync(turn), cliReport(dir, turn), name);
+  }
+  const marlow = join(repo, "examples", "marlow");
+  const config = join(process.env.PROEM_TMP, "per-turn.toml");
+  writeFileSync(config, readFileSync(join(marlow, "proem.toml"), "utf8") + '\n[cache]\nper_turn = "user_message"\n');
+  const report = cliReport(marlow, { now: NOW }, config);
+  assert.ok(report.turn_context, "the per-turn config gave no turn_context");
+  assertHasReport(new Agent(marlow, { config }).buildSync({ now: NOW }), report, "marlow+per_turn");
+  assert.equal(new Agent(marlow).buildSync({ now: NOW }).turnContext, null);
+});
+
+test("the same turn built twice is remembered the second time", async () => {
+  const agent = new Agent(join(repo, "examples", "marlow"));
+  const turn = { now: NOW, channel: "slack", extra: "remembered?" };
+  await agent.build(turn);
+  const again = await agent.build(turn);
+  assert.ok(again.plugins.length > 0, "marlow has plugins");
+  assert.ok(again.plugins.every((p) => p.remembered === true && p.elapsedUs === 0), JSON.stringify(again.plugins));
+  assert.deepEqual(JSON.parse(JSON.stringify(again)).plugins.map((p) => p.remembered), again.plugins.map((p) => p.remembered));
 });

@@ -145,3 +145,28 @@ test("a bad field is a bad request naming it, as a rejection", async () => {
   }
   assert.throws(() => agent("marlow").buildSync("channel"), (e) => e.code === "bad-request");
 });
+
+test("an error's exitCode is what the CLI exits with for the same flags", () => {
+  // A turn refused before the build is a usage error (2, as clap's); a
+  // failed build, or a tools list checked as the --tools file is, exits 1.
+  const cases = [
+    { chanel: "x" },
+    { chatKind: "crowd" },
+    { budget: 1e10 },
+    { budget: 0 },
+    { now: "yesterday" },
+    { mode: "bogus" },
+    { budget: 10 },
+    { timezone: "Mars/Base" },
+    { tools: "../../etc/passwd" },
+    { tools: [{ description: "no name" }] },
+  ];
+  for (const extra of cases) {
+    const turn = { now: NOW, ...extra };
+    const expected = cli(join(repo, "examples", "marlow"), turn, "text");
+    assert.throws(() => agent("marlow").buildSync(turn), (e) => {
+      assert.equal(e.exitCode, expected.status, `${JSON.stringify(extra)}: ${e.message} / ${expected.stderr}`);
+      return true;
+    });
+  }
+});

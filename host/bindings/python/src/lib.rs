@@ -11,7 +11,7 @@
 
 mod turn;
 
-use proem::binding::{Refusal, Spelling};
+use proem::binding::{Failure, Refusal, Spelling};
 use proem::{Assembler, BuildRequest, Caching, Format, ProemError};
 use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
@@ -23,20 +23,21 @@ pyo3::create_exception!(
     _proem,
     ProemError_,
     PyException,
-    "A build that could not produce a prompt. `message` is what `proem build` prints after `proem: error: `, `code` the kind (`bad-request`, `budget-too-small`, `plugin-failed`, `agent-unavailable`), `field` the turn field at fault (or None), `exit_code` the CLI's exit status (1)."
+    "A build that could not produce a prompt. `message` is what `proem build` prints after `proem: error: `, `code` the kind (`bad-request`, `budget-too-small`, `plugin-failed`, `agent-unavailable`), `field` the turn field at fault (or None), `exit_code` what `proem build` exits with for the same mistake (2 for a turn refused before the build, as the CLI's usage errors; else 1)."
 );
 
-/// The exception for `error`, carrying the CLI's message, the kind's code,
-/// the field and the CLI's exit status.
-fn raise(py: Python<'_>, message: String, code: &str, field: Option<String>) -> PyErr {
-    let err = ProemError_::new_err(message.clone());
+/// The exception for `failure`, carrying the CLI's message, the kind's
+/// code, the field and the CLI's exit status for the same mistake.
+fn raise(py: Python<'_>, failure: Failure) -> PyErr {
+    let err = ProemError_::new_err(failure.message.clone());
     let value = err.value(py);
     let set = |name: &str, v: Py<PyAny>| value.setattr(name, v);
-    let done = set("message", message.into_pyobject(py).map(|v| v.into_any().unbind()).unwrap_or_else(|_| py.None()))
-        .and_then(|()| set("code", code.into_pyobject(py).map(|v| v.into_any().unbind()).unwrap_or_else(|_| py.None())))
-        .and_then(|()| set("field", field.into_pyobject(py).map(|v| v.unbind()).unwrap_or_else(|_| py.None())))
+    let none = |_| py.None();
+    let done = set("message", failure.message.into_pyobject(py).map(|v| v.into_any().unbind()).unwrap_or_else(none))
+        .and_then(|()| set("code", failure.code.into_pyobject(py).map(|v| v.into_any().unbind()).unwrap_or_else(none)))
+        .and_then(|()| set("field", failure.field.into_pyobject(py).map(|v| v.unbind()).unwrap_or_else(none)))
         .and_then(|()| {
-            set("exit_code", 1u8.into_pyobject(py).map(|v| v.into_any().unbind()).unwrap_or_else(|_| py.None()))
+            set("exit_code", failure.exit_code.into_pyobject(py).map(|v| v.into_any().unbind()).unwrap_or_else(none))
         });
     match done {
         Ok(()) => err,
@@ -45,7 +46,7 @@ fn raise(py: Python<'_>, message: String, code: &str, field: Option<String>) -> 
 }
 
 fn build_error(py: Python<'_>, error: &ProemError) -> PyErr {
-    raise(py, error.to_string(), proem::error_code(error), proem::error_field(error))
+    raise(py, Failure::of(error))
 }
 
 /// The request of a turn given as a dict (or None) and keywords, checked as
@@ -56,9 +57,16 @@ fn parse_turn(
     turn: Option<&Bound<'_, PyAny>>,
     fields: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<BuildRequest> {
-    let refused = |r: Refusal| raise(py, r.message, "bad-request", r.field);
+    let refused = |r: Refusal| raise(py, r.into());
     let members = turn::members(turn, fields).map_err(|e| e.map_or_else(|e| e, refused))?;
     proem::binding::request_from_members(Spelling::Snake, members).map_err(refused)
+}
+
+/// The `ProemError` of a turn refused as a whole for `why` (the Python
+/// half's own checks of a Mapping), as the native half refuses one.
+#[pyfunction]
+fn _refused(py: Python<'_>, why: &str) -> PyErr {
+    raise(py, Refusal::of_turn(why).into())
 }
 
 /// What is kept between builds: `True` (everything, the default), `False`
@@ -236,6 +244,27 @@ impl Built {
     fn tokenizer(&self) -> &str {
         &self.inner.tokenizer
     }
+    /// With `[cache] per_turn = "user_message"`, the per-turn sections,
+    /// out of the system prompt, for the newest user message (else None).
+    #[getter]
+    fn turn_context(&self) -> Option<&str> {
+        self.inner.turn_context.as_deref()
+    }
+    /// Whether the token counts are the model's own tokenizer's.
+    #[getter]
+    fn exact(&self) -> bool {
+        self.inner.exact
+    }
+    /// What fed the stable part, with digests.
+    #[getter]
+    fn stable_inputs(&self) -> Vec<StableInput> {
+        let row = |i: &proem::StableInput| StableInput {
+            section: i.section.clone(),
+            input: i.input.clone(),
+            digest: i.digest.clone(),
+        };
+        self.inner.stable_inputs.iter().map(row).collect()
+    }
     /// Token counts.
     #[getter]
     fn tokens(&self) -> TokenReport {
@@ -286,7 +315,12 @@ impl Built {
         self.inner
             .plugins
             .iter()
-            .map(|p| PluginReport { id: p.id.clone(), status: p.status.to_string(), elapsed_us: p.elapsed_us })
+            .map(|p| PluginReport {
+                id: p.id.clone(),
+                status: p.status.to_string(),
+                elapsed_us: p.elapsed_us,
+                remembered: p.remembered,
+            })
             .collect()
     }
     /// Everything worth knowing, in the order it happened.
@@ -377,6 +411,15 @@ struct PluginReport {
     id: String,
     status: String,
     elapsed_us: u64,
+    remembered: bool,
+}
+
+/// One input of the stable part and its digest.
+#[pyclass(frozen, get_all, module = "proem._proem")]
+struct StableInput {
+    section: String,
+    input: String,
+    digest: String,
 }
 
 /// One thing the build wants its caller to know.
@@ -432,7 +475,8 @@ reprs! {
     TokenReport { total, stable, dynamic, budget, tool_schemas },
     SectionReport { id, source, zone, chars, tokens, truncated },
     FileReport { name, raw_chars, injected_chars, truncated, missing, source },
-    PluginReport { id, status, elapsed_us },
+    PluginReport { id, status, elapsed_us, remembered },
+    StableInput { section, input, digest },
     Diagnostic { level, code, message },
 }
 
@@ -445,6 +489,8 @@ fn _proem(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<SectionReport>()?;
     m.add_class::<FileReport>()?;
     m.add_class::<PluginReport>()?;
+    m.add_class::<StableInput>()?;
+    m.add_function(wrap_pyfunction!(_refused, m)?)?;
     m.add_class::<Diagnostic>()?;
     m.add("ProemError", m.py().get_type::<ProemError_>())?;
     m.add("BOUNDARY_MARKER", proem::BOUNDARY_MARKER)?;

@@ -6,7 +6,7 @@
 //! that is not a str, nesting deeper than [`MAX_DEPTH`] (a list that holds
 //! itself) or more than [`MAX_NODES`] values is refused, naming the member.
 
-use proem::binding::{Refusal, Spelling, MAX_DEPTH, MAX_NODES};
+use proem::binding::{Members, Refusal, MAX_DEPTH, MAX_NODES, NOT_UNICODE};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDateTime, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use serde_json::{Map, Number, Value};
@@ -18,8 +18,8 @@ use serde_json::{Map, Number, Value};
 pub fn members(
     turn: Option<&Bound<'_, PyAny>>,
     fields: Option<&Bound<'_, PyDict>>,
-) -> Result<Map<String, Value>, Result<Refusal, PyErr>> {
-    let mut out = Map::new();
+) -> Result<Members, Result<Refusal, PyErr>> {
+    let mut out = Members::default();
     if let Some(turn) = turn.filter(|t| !t.is_none()) {
         let dict = turn.cast::<PyDict>().map_err(|_| {
             let kind = turn.get_type().name().map(|n| n.to_string()).unwrap_or_default();
@@ -35,7 +35,7 @@ pub fn members(
 
 /// Adds `dict`'s members to `out` (a later one replaces an earlier one; a
 /// None one removes it).
-fn add(out: &mut Map<String, Value>, dict: &Bound<'_, PyDict>) -> Result<(), Refusal> {
+fn add(out: &mut Members, dict: &Bound<'_, PyDict>) -> Result<(), Refusal> {
     for (key, value) in dict.iter() {
         let name = key_of(&key).map_err(|why| Refusal::of_turn(format!("a member's name: {why}")))?;
         if value.is_none() {
@@ -43,9 +43,8 @@ fn add(out: &mut Map<String, Value>, dict: &Bound<'_, PyDict>) -> Result<(), Ref
             continue;
         }
         let mut nodes = MAX_NODES;
-        let value =
-            convert(&value, MAX_DEPTH, &mut nodes).map_err(|why| Refusal::of_field(Spelling::Snake, &name, why))?;
-        out.insert(name, value);
+        let value = convert(&value, MAX_DEPTH, &mut nodes).map_err(|why| Refusal::of_member(&name, &name, why))?;
+        out.insert(&name, name.clone(), value);
     }
     Ok(())
 }
@@ -53,9 +52,15 @@ fn add(out: &mut Map<String, Value>, dict: &Bound<'_, PyDict>) -> Result<(), Ref
 /// A dict key: a str.
 fn key_of(key: &Bound<'_, PyAny>) -> Result<String, String> {
     match key.cast::<PyString>() {
-        Ok(s) => s.to_cow().map(|c| c.into_owned()).map_err(|e| e.to_string()),
+        Ok(s) => text(s),
         Err(_) => Err(format!("a dict key must be a str, not {}", type_name(key))),
     }
+}
+
+/// A str as Rust text; one holding a lone surrogate is refused, as the
+/// Node binding refuses it ([`NOT_UNICODE`]).
+fn text(s: &Bound<'_, PyString>) -> Result<String, String> {
+    s.to_cow().map(|c| c.into_owned()).map_err(|_| NOT_UNICODE.into())
 }
 
 /// `value` as a JSON value, at most `depth` levels deep and `nodes` values
@@ -69,7 +74,7 @@ fn convert(value: &Bound<'_, PyAny>, depth: u32, nodes: &mut usize) -> Result<Va
         return Ok(Value::Bool(b.is_true()));
     }
     if let Ok(s) = value.cast::<PyString>() {
-        return s.to_cow().map(|c| Value::String(c.into_owned())).map_err(|e| e.to_string());
+        return text(s).map(Value::String);
     }
     if value.is_instance_of::<PyInt>() {
         return Ok(integer(value));

@@ -107,3 +107,23 @@ def measured_zeroed(text: str) -> str:
     value: how a build ran, never what it built."""
     text = re.sub(r'"elapsed_us": \d+', '"elapsed_us": 0', text)
     return re.sub(r'"remembered": (?:true|false)', '"remembered": false', text)
+
+
+def cli_report(proem_bin: str, agent_dir: Path, turn: dict, tmp: Path, config: Path = None) -> dict:
+    """`proem build --format json`'s report for a turn, as a dict."""
+    extra = ["--config", str(config)] if config else []
+    run = subprocess.run(
+        [proem_bin, "build", str(agent_dir), "--format", "json", *extra, *cli_args(turn, tmp)],
+        capture_output=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr.decode()
+    return json.loads(run.stdout)
+
+
+def per_turn_config(repo: Path, tmp: Path) -> Path:
+    """marlow's proem.toml with `[cache] per_turn = "user_message"`, outside
+    the agent folder: a build whose report has `turn_context`."""
+    path = tmp / "per-turn.toml"
+    path.write_text((repo / "examples" / "marlow" / "proem.toml").read_text() + '\n[cache]\nper_turn = "user_message"\n')
+    return path

@@ -36,6 +36,8 @@ HOSTILE = [
     ({"owners": {"a", "b"}}, "owners"),
     ({"extra": lambda: "x"}, "extra"),
     ({"extra": "\ud800"}, "extra"),
+    ({"tools": [{"name": "a", "description": "x\udc00"}]}, "tools"),
+    ({"tools": [{"name": "a", "parameters": {"\ud800": 1}}]}, "tools"),
     ({"budget": math.nan}, "budget"),
     ({"budget": math.inf}, "budget"),
     ({"budget": 10**100}, "budget"),
@@ -113,7 +115,7 @@ def test_a_mapping_that_never_ends_or_fails_is_a_bad_request(repo):
             agent.build(turn)
         assert raised.value.code == "bad-request", raised.value.message
         assert words in raised.value.message, raised.value.message
-        assert raised.value.exit_code == 1
+        assert raised.value.exit_code == 2, "a refused turn is a usage error, as the native half's refusals"
 
 
 def test_a_huge_string_is_budgeted_not_refused(repo):
@@ -121,3 +123,15 @@ def test_a_huge_string_is_budgeted_not_refused(repo):
     built = agent.build(now=NOW, extra="x " * 2_000_000, budget=20_000)
     assert built.tokens.total <= 20_000
     assert len(built.prompt) < 4_000_000
+
+
+def test_a_lone_surrogate_is_refused_in_the_words_node_uses(repo):
+    """One rule for both bindings: a string that is not Unicode text is a
+    bad request naming its field (the HTTP route refuses it as bad JSON)."""
+    agent = proem.Agent(repo / "examples" / "marlow")
+    for turn, field in (({"now": NOW, "group_title": "a\udfffb"}, "group_title"), ({"now": NOW, "owners": ["\ud83d"]}, "owners")):
+        with pytest.raises(proem.ProemError) as raised:
+            agent.build(turn)
+        assert (raised.value.code, raised.value.field, raised.value.exit_code) == ("bad-request", field, 2)
+        assert "lone surrogate" in raised.value.message, raised.value.message
+    assert "\U0001f600 paired" in agent.build(now=NOW, extra="\U0001f600 paired").prompt

@@ -64,7 +64,7 @@ def test_random_turns_match_the_cli(repo, proem_bin, tmp_path):
         try:
             ours = agent(repo, name).build(turn).render("text").encode()
         except proem.ProemError as e:
-            assert cli.returncode == 1, (turn, e)
+            assert cli.returncode == e.exit_code, (turn, e)
             assert cli.stderr.decode().strip() == f"proem: error: {e.message}", turn
             continue
         assert cli.returncode == 0, (turn, cli.stderr.decode())
@@ -105,6 +105,9 @@ def test_errors_carry_the_cli_message_and_code(repo, proem_bin, tmp_path):
         ({"tools": "../../etc/passwd"}, "tools"),
         ({"format": "json"}, "format"),
         ({"owners": "a"}, "owners"),
+        ({"__proto__": 1}, "__proto__"),
+        ({"sessionKey": "s"}, "sessionKey"),
+        ({"_": 1}, "_"),
     ],
 )
 def test_a_bad_field_is_a_bad_request_naming_it(repo, turn, field):
@@ -112,4 +115,29 @@ def test_a_bad_field_is_a_bad_request_naming_it(repo, turn, field):
         agent(repo, "marlow").build(turn)
     assert raised.value.code == "bad-request"
     assert field in raised.value.message
-    assert raised.value.exit_code == 1
+    assert raised.value.field == field, raised.value.message
+
+
+@pytest.mark.parametrize(
+    "turn",
+    [
+        {"chanel": "x"},
+        {"chat_kind": "crowd"},
+        {"budget": 10**10},
+        {"budget": 0},
+        {"now": "yesterday"},
+        {"mode": "bogus"},
+        {"budget": 10},
+        {"timezone": "Mars/Base"},
+        {"tools": "../../etc/passwd"},
+        {"tools": [{"description": "no name"}]},
+    ],
+)
+def test_an_error_exits_as_the_cli_exits_for_the_same_flags(repo, proem_bin, tmp_path, turn):
+    """A turn refused before the build is a usage error (2, as clap's), a
+    failed build a failure (1): the CLI's one table decides both."""
+    turn = {"now": NOW, **turn} if "now" not in turn else turn
+    with pytest.raises(proem.ProemError) as raised:
+        agent(repo, "marlow").build(turn)
+    cli = run_cli(proem_bin, repo / "examples/marlow", turn, "text", tmp_path)
+    assert cli.returncode == raised.value.exit_code, (turn, raised.value.message, cli.stderr.decode())

@@ -10,10 +10,11 @@
 //! `per_turn = "user_message"`). The agent's folder is a scratch copy made
 //! from the trace's seed; the trace's edits are made there, never anywhere
 //! else. `cargo bench -p proem-full --bench cache_reuse` prints the tables
-//! of docs/PERFORMANCE.md "Cache reuse".
+//! of docs/PERFORMANCE.md "Cache reuse", over the traces of [`traces`].
 
 pub mod model;
 pub mod trace;
+pub mod traces;
 
 use model::{Block, CacheModel, Kind, Outcome, Request};
 use proem::{Assembler, Built, Caching, Config, Tools, Turn};

@@ -28,7 +28,9 @@ from ._proem import (
     PluginReport,
     ProemError,
     SectionReport,
+    StableInput,
     TokenReport,
+    _refused,
 )
 
 __all__ = [
@@ -40,6 +42,7 @@ __all__ = [
     "PluginReport",
     "ProemError",
     "SectionReport",
+    "StableInput",
     "TokenReport",
 ]
 
@@ -51,9 +54,9 @@ _MAX_MEMBERS = 256
 
 
 def _bad_turn(message: str) -> ProemError:
-    error = ProemError(message)
-    error.message, error.code, error.field, error.exit_code = message, "bad-request", None, 1
-    return error
+    """The native half's own refusal of a turn (its message, code and exit
+    status: one rule for both halves)."""
+    return _refused(message)
 
 
 def _as_dict(turn: Optional[Mapping[str, Any]]) -> Any:
@@ -65,14 +68,14 @@ def _as_dict(turn: Optional[Mapping[str, Any]]) -> Any:
     try:
         for count, key in enumerate(turn):
             if count >= _MAX_MEMBERS:
-                raise _bad_turn(f"the turn has more than {_MAX_MEMBERS} members")
+                raise _bad_turn(f"it has more than {_MAX_MEMBERS} members")
             if not isinstance(key, str):
                 raise _bad_turn(f"a turn member's name must be a str, not {type(key).__name__}")
             copied[key] = turn[key]
     except ProemError:
         raise
     except Exception as e:  # the Mapping's own code failed: say so as a bad turn
-        raise _bad_turn(f"the turn could not be read: {type(e).__name__}: {e}") from e
+        raise _bad_turn(f"it could not be read: {type(e).__name__}: {e}") from e
     return copied
 
 

@@ -19,7 +19,8 @@ class ProemError(Exception):
     field: Optional[str]
     """The turn field at fault (`budget`, `now`, `tools`, …), if any."""
     exit_code: int
-    """`proem build`'s exit status for it (1)."""
+    """What `proem build` exits with for the same mistake: 2 for a turn
+    refused before the build (as the CLI's usage errors), else 1."""
 
 class TokenReport:
     """Token counts of the rendered prompt."""
@@ -56,6 +57,17 @@ class PluginReport:
     id: str
     status: str
     elapsed_us: int
+    """Time spent in the plugin this build; 0 when it was `remembered`."""
+    remembered: bool
+    """Whether this build made no call to the plugin because every answer
+    it needed was remembered (the build memo, the plugin answers' memo)."""
+
+class StableInput:
+    """One input of the stable part and its digest."""
+
+    section: str
+    input: str
+    digest: str
 
 class Diagnostic:
     """One thing the build wants its caller to know."""
@@ -84,7 +96,17 @@ class Built:
     @property
     def tokenizer(self) -> str: ...
     @property
+    def turn_context(self) -> Optional[str]:
+        """With `[cache] per_turn = "user_message"`, the per-turn sections
+        for the newest user message (else None)."""
+    @property
+    def exact(self) -> bool:
+        """Whether the token counts are the model's own tokenizer's."""
+    @property
     def tokens(self) -> TokenReport: ...
+    @property
+    def stable_inputs(self) -> list[StableInput]:
+        """What fed the stable part, with digests."""
     @property
     def sections(self) -> list[SectionReport]: ...
     @property
