@@ -20,6 +20,13 @@ fn main() -> ExitCode {
     // tokenizer.json files for every command that builds (`build` goes
     // through proem-core with the wasmtime runtime, not the proem crate).
     proem::install_tokenizers();
+    // A command that ends after its build maps the compiled plugins it
+    // loads; `serve` and `plugin dev` live on, so they copy them (see
+    // proem_wasm::cache::map_entries_in_this_process).
+    let lives_on = matches!(&cli.command, Command::Serve { .. } | Command::Plugin { action: PluginAction::Dev { .. } });
+    if !lives_on {
+        proem_wasm::cache::map_entries_in_this_process();
+    }
     finish(run(cli))
 }
 

@@ -18,8 +18,10 @@
 //! and no one who cannot sign an entry can change its code unseen: the
 //! folder is writable by its owner alone, who can read the key and sign
 //! anything anyway (docs/SECURITY.md, "Caches"). The header follows the
-//! code, so an entry checked is then mapped by wasmtime as it lies on
-//! disk, never copied into memory (see `deserialize`). Writes go
+//! code, so in a process that lives one build an entry checked is mapped
+//! by wasmtime as it lies on disk, never copied into memory (see
+//! [`map_entries_in_this_process`]); a process that lives on copies it.
+//! Writes go
 //! to a temporary file in the same folder and are renamed into place, so a
 //! reader never sees half an entry and two processes writing at once both
 //! leave a whole one.
@@ -125,7 +127,28 @@ pub fn load_or_compile(
     Ok((component, Origin::Compiled))
 }
 
+/// Whether checked entries are mapped rather than copied: see
+/// [`map_entries_in_this_process`].
+static MAP_ENTRIES: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Lets this process map the cache entries it loads instead of copying
+/// them: for a process that lives one build (`proem build` and the other
+/// one-shot commands). A mapped entry costs no copy of its code (a Python
+/// plugin's 50 MB: ~70 ms of a new turn's CPU) but stays backed by the file:
+/// if its owner rewrote it in place (`cp` or `truncate` over it) while the
+/// process still ran, the next call would touch changed pages (a bus
+/// error, or code that was not checked). A process that lives on (`proem
+/// serve`, `plugin dev`, the Python and Node packages) keeps the default:
+/// each entry is read whole, checked, and handed over from memory, so
+/// nothing done to the file later reaches it.
+pub fn map_entries_in_this_process() {
+    MAP_ENTRIES.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
 fn read_entry(engine: &Engine, dir: &CacheDir, key: &EntryKey) -> Option<Component> {
+    if !MAP_ENTRIES.load(std::sync::atomic::Ordering::Relaxed) {
+        return read_entry_whole(engine, dir, key);
+    }
     let name = key.file_name();
     let (mut file, size) = dir.open_entry(&name, MAX_ENTRY_BYTES).ok()?;
     let shown = || dir.path().join(&name).display().to_string();
@@ -150,6 +173,29 @@ fn read_entry(engine: &Engine, dir: &CacheDir, key: &EntryKey) -> Option<Compone
     // who can sign any entry anyway. wasmtime re-checks the engine
     // configuration when deserialising.
     match unsafe { deserialize(engine, &mut file, code_len) } {
+        Ok(component) => Some(component),
+        Err(e) => {
+            tracing::warn!(path = %shown(), "component cache entry rejected ({e}); recompiling");
+            None
+        }
+    }
+}
+
+/// [`read_entry`] for a process that lives on: the entry read whole,
+/// checked, and deserialised from that copy.
+fn read_entry_whole(engine: &Engine, dir: &CacheDir, key: &EntryKey) -> Option<Component> {
+    let name = key.file_name();
+    let data = dir.read(&name, MAX_ENTRY_BYTES).ok()?;
+    let shown = || dir.path().join(&name).display().to_string();
+    let Some(payload) = decode_entry(dir, key, &data) else {
+        tracing::warn!(path = %shown(), "component cache entry damaged, of another proem version or not made for this binary; recompiling");
+        return None;
+    };
+    // SAFETY: the payload is byte-for-byte what `Component::serialize`
+    // wrote for this wasm digest and engine hash (see `checked_code_len`),
+    // in this process's memory: nothing done to the file now reaches it.
+    // wasmtime re-checks the engine configuration when deserialising.
+    match unsafe { Component::deserialize(engine, payload) } {
         Ok(component) => Some(component),
         Err(e) => {
             tracing::warn!(path = %shown(), "component cache entry rejected ({e}); recompiling");
