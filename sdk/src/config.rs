@@ -78,6 +78,18 @@ use serde_json::{Map, Value};
 /// #[derive(proem_sdk::Config)]
 /// struct Settings<T> { inner: T }
 /// ```
+///
+/// So is a config type whose schema proem would not read (deeper than 16
+/// schemas, more than 512 in all, over 64 KiB), where it is registered:
+///
+/// ```compile_fail
+/// use proem_sdk::{register_plugin, Plugin};
+/// #[derive(proem_sdk::Config)] struct L3 { v: Vec<Vec<Vec<Vec<Vec<Vec<Vec<Vec<Vec<Vec<Vec<Vec<Vec<Vec<Vec<bool>>>>>>>>>>>>>>> }
+/// #[derive(proem_sdk::Config)] struct Settings { deep: L3 } // 18 levels
+/// #[derive(Default)] struct P;
+/// impl Plugin for P {}
+/// register_plugin!(P, config = Settings);
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be a config setting: it does not implement proem_sdk::Config",
     label = "a field of a #[derive(Config)] struct",
@@ -179,6 +191,45 @@ pub fn schema_json<T: Config>() -> String {
     let mut bytes = vec![0; schema_len(&T::SCHEMA)];
     write(&T::SCHEMA, "", &mut bytes, 0);
     String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// How many schemas deep `schema` is (a field or an item one deeper than
+/// its object or array; a leaf counts 1), as proem counts them against its
+/// depth limit.
+pub const fn schema_depth(schema: &Schema) -> usize {
+    match schema {
+        Schema::Array(items) => 1 + schema_depth(items),
+        Schema::Object { fields, .. } => {
+            let (mut deepest, mut i) = (0, 0);
+            while i < fields.len() {
+                let depth = schema_depth(fields[i].schema);
+                if depth > deepest {
+                    deepest = depth;
+                }
+                i += 1;
+            }
+            1 + deepest
+        }
+        _ => 1,
+    }
+}
+
+/// How many schemas `schema` holds in all, itself included (one per
+/// struct, field and item), as proem counts them against its limit;
+/// saturating.
+pub const fn schema_nodes(schema: &Schema) -> usize {
+    match schema {
+        Schema::Array(items) => schema_nodes(items).saturating_add(1),
+        Schema::Object { fields, .. } => {
+            let (mut total, mut i) = (1usize, 0);
+            while i < fields.len() {
+                total = total.saturating_add(schema_nodes(fields[i].schema));
+                i += 1;
+            }
+            total
+        }
+        _ => 1,
+    }
 }
 
 /// The length of `schema`'s JSON text.

@@ -378,3 +378,92 @@ fn at_the_integer_edges_config_as_and_the_hosts_check_agree() {
         }
     }
 }
+
+/// A tree of schemas for the limit test: `Leaf`, an array of one, or an
+/// object of several (leaked: `Schema` holds `'static` references).
+fn leaked_schema(shape: &Shape) -> &'static Schema {
+    let schema = match shape {
+        Shape::Leaf => Schema::Boolean,
+        Shape::Array(items) => Schema::Array(leaked_schema(items)),
+        Shape::Object(fields) => {
+            let fields: Vec<crate::config::Field> = fields
+                .iter()
+                .enumerate()
+                .map(|(i, f)| crate::config::Field {
+                    name: Box::leak(format!("f{i}").into_boxed_str()),
+                    description: "",
+                    required: false,
+                    schema: leaked_schema(f),
+                })
+                .collect();
+            Schema::Object { description: "", fields: Box::leak(fields.into_boxed_slice()) }
+        }
+    };
+    Box::leak(Box::new(schema))
+}
+
+#[derive(Debug, Clone)]
+enum Shape {
+    Leaf,
+    Array(Box<Shape>),
+    Object(Vec<Shape>),
+}
+
+/// Shapes around both limits: a chain of 10-19 arrays and objects (each
+/// object with some leaves beside the chain) ending in an object of up to
+/// 560 leaves, so depth straddles 16 and the count straddles 512.
+fn shape() -> impl Strategy<Value = Shape> {
+    let link = (any::<bool>(), 0usize..8);
+    (proptest::collection::vec(link, 9..19), 0usize..560).prop_map(|(chain, width)| {
+        let mut shape = Shape::Object(vec![Shape::Leaf; width]);
+        for (array, leaves) in chain {
+            shape = if array {
+                Shape::Array(Box::new(shape))
+            } else {
+                let mut fields = vec![Shape::Leaf; leaves];
+                fields.push(shape);
+                Shape::Object(fields)
+            };
+        }
+        shape
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// What `register_plugin!` refuses at compile time (deeper than
+    /// MAX_SCHEMA_DEPTH, more than MAX_SCHEMA_NODES) is exactly what the
+    /// host refuses at load, so a derived schema that compiles loads.
+    #[test]
+    fn the_compile_time_limits_are_the_hosts(shape in shape()) {
+        let schema = leaked_schema(&shape);
+        let mut text = vec![0u8; crate::__private::schema_len(schema)];
+        crate::config::write(schema, "", &mut text, 0);
+        let admitted = crate::__private::schema_depth(schema) <= crate::__private::MAX_SCHEMA_DEPTH
+            && crate::__private::schema_nodes(schema) <= crate::__private::MAX_SCHEMA_NODES
+            && text.len() <= crate::__private::MAX_SCHEMA_BYTES;
+        let loaded = proem_core::plugin::config_schema::Schema::parse(&text);
+        prop_assert_eq!(admitted, loaded.is_ok(), "{:?}", loaded.err());
+    }
+}
+
+/// Both limits at their edges, each value on either side of them.
+#[test]
+fn at_the_edges_the_compile_time_limits_are_the_hosts() {
+    let agrees = |shape: Shape| {
+        let schema = leaked_schema(&shape);
+        let mut text = vec![0u8; crate::__private::schema_len(schema)];
+        crate::config::write(schema, "", &mut text, 0);
+        let admitted = crate::__private::schema_depth(schema) <= crate::__private::MAX_SCHEMA_DEPTH
+            && crate::__private::schema_nodes(schema) <= crate::__private::MAX_SCHEMA_NODES;
+        assert_eq!(admitted, proem_core::plugin::config_schema::Schema::parse(&text).is_ok(), "{shape:?}");
+        admitted
+    };
+    let admitted: Vec<bool> = (505..=520).map(|leaves| agrees(Shape::Object(vec![Shape::Leaf; leaves]))).collect();
+    assert_eq!(admitted.iter().filter(|a| **a).count(), 511 - 505 + 1, "up to 511 leaves and their object");
+    for depth in 12..=20 {
+        let chain = (1..depth).fold(Shape::Leaf, |inner, _| Shape::Array(Box::new(inner)));
+        assert_eq!(agrees(chain), depth <= 16, "a chain {depth} deep");
+    }
+}

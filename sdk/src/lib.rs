@@ -159,18 +159,28 @@ macro_rules! register_plugin {
 
         // The config type's JSON Schema, for proem to check the operator's
         // `[[plugins]] config` against when it loads the plugin. Only this
-        // arm emits the section, so a component has at most one.
-        #[cfg(target_arch = "wasm32")]
+        // arm emits the section, so a component has at most one. Its limits
+        // are proem's, checked in every build (a plugin's native tests
+        // too), so a schema that compiles is one proem loads.
         const _: () = {
-            const LEN: usize = $crate::__private::schema_len(&<$config as $crate::Config>::SCHEMA);
+            const SCHEMA: $crate::__private::Schema = <$config as $crate::Config>::SCHEMA;
+            const _: () = ::core::assert!(
+                $crate::__private::schema_depth(&SCHEMA) <= $crate::__private::MAX_SCHEMA_DEPTH,
+                "the config type nests deeper than the 16 schemas proem reads (each struct, field and Vec item is one level): flatten it"
+            );
+            const _: () = ::core::assert!(
+                $crate::__private::schema_nodes(&SCHEMA) <= $crate::__private::MAX_SCHEMA_NODES,
+                "the config type's JSON Schema holds more than the 512 schemas proem reads (one per struct, field and Vec item): make the config type smaller"
+            );
+            const LEN: usize = $crate::__private::schema_len(&SCHEMA);
             const _: () = ::core::assert!(
                 LEN <= $crate::__private::MAX_SCHEMA_BYTES,
                 "the config type's JSON Schema is over the 64 KiB proem reads: make the config type smaller"
             );
+            #[cfg(target_arch = "wasm32")]
             #[link_section = "proem:config-schema"]
             #[used]
-            static __PROEM_CONFIG_SCHEMA: [u8; LEN] =
-                $crate::__private::schema_bytes::<LEN>(&<$config as $crate::Config>::SCHEMA);
+            static __PROEM_CONFIG_SCHEMA: [u8; LEN] = $crate::__private::schema_bytes::<LEN>(&SCHEMA);
         };
     };
     ($plugin:ty) => {
@@ -214,11 +224,15 @@ macro_rules! register_plugin {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::config::derived::{object, optional, required};
-    pub use crate::config::{schema_bytes, schema_len, Field, Schema};
+    pub use crate::config::{schema_bytes, schema_depth, schema_len, schema_nodes, Field, Schema};
     pub use crate::wit_glue::{wit, Export};
 
     /// The largest config schema proem reads (its `MAX_SCHEMA_BYTES`).
     pub const MAX_SCHEMA_BYTES: usize = 64 * 1024;
+    /// The deepest config schema proem reads (its `MAX_DEPTH`).
+    pub const MAX_SCHEMA_DEPTH: usize = 16;
+    /// The most schemas one config schema may hold (its `MAX_NODES`).
+    pub const MAX_SCHEMA_NODES: usize = 512;
     use crate::{AgentContext, File, Plugin, StableOutput, TurnContext, TurnOutput};
 
     /// A hook as a plain function of the plugin type.
