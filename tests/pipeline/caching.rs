@@ -821,8 +821,7 @@ proptest::proptest! {
     fn a_rebuild_with_a_new_clock_reuses_the_stable_part_and_equals_an_uncached_build(
         steps in proptest::collection::vec(
             (
-                1i64..400 * 86_400,
-                proptest::sample::select(vec!["UTC", "Europe/Berlin", "Asia/Tokyo", "America/St_Johns"]),
+                a_clock(),
                 proptest::option::of(proptest::sample::select(vec!["telegram", "discord", "slack"])),
                 proptest::bool::ANY,
                 proptest::option::of("[a-z ]{0,40}"),
@@ -842,7 +841,7 @@ proptest::proptest! {
         uncached.set_caching(Caching::NONE);
         let start = proem_core::turn::parse_now("2026-11-21T09:30:00Z").unwrap();
         let mut last_stable: Option<String> = None;
-        for (i, (seconds, zone, channel, group, extra, budget)) in steps.into_iter().enumerate() {
+        for (i, ((seconds, zone), channel, group, extra, budget)) in steps.into_iter().enumerate() {
             let turn = Turn {
                 now: Some(start + chrono::Duration::seconds(seconds)),
                 timezone: Some(zone.into()),
@@ -868,6 +867,81 @@ proptest::proptest! {
                 }
                 (Err(a), Err(b)) => proptest::prop_assert_eq!(a.to_string(), b.to_string()),
                 (a, b) => proptest::prop_assert!(false, "step {i}: {:?} vs {:?}", a.map(|b| b.prompt), b.map(|b| b.prompt)),
+            }
+        }
+    }
+}
+
+/// A turn's clock: seconds after 2026-11-21T09:30:00Z (up to 400 days)
+/// and a time zone (whole, half-hour and far-east offsets).
+fn a_clock() -> impl proptest::strategy::Strategy<Value = (i64, &'static str)> {
+    (1i64..400 * 86_400, proptest::sample::select(vec!["UTC", "Europe/Berlin", "Asia/Tokyo", "America/St_Johns"]))
+}
+
+/// One `proem build --format json` process over `agent` with
+/// `PROEM_CACHE_DIR=cache` ("" for none) and the turn's flags `args`: the
+/// prompt and the token counts it reports.
+fn prompt_and_tokens(agent: &Agent, cache: &std::ffi::OsStr, args: &[String]) -> (String, serde_json::Value) {
+    let out = std::process::Command::new(crate::common::front())
+        .args(["build", agent.path().to_str().unwrap(), "--format", "json"])
+        .args(args)
+        .env("PROEM_CACHE_DIR", cache)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    (v["prompt"].as_str().unwrap().to_string(), v["tokens"].clone())
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 6, ..Default::default() })]
+    /// The token-count file a cache folder keeps does not grow with turns:
+    /// processes building one agent for any sequence of clocks, time zones
+    /// and extra prompts leave its kept counts (the files' and the stable
+    /// part's) as the first left them, the whole within its bound, and
+    /// every process reports the counts a process with no cache does.
+    #[test]
+    fn the_token_count_file_does_not_grow_with_turns_and_its_counts_are_exact(
+        steps in proptest::collection::vec(
+            (
+                a_clock(),
+                proptest::option::of("[a-z ]{1,40}"),
+            ),
+            2..7,
+        ),
+    ) {
+        let agent = Agent::new();
+        agent.with_standard_files();
+        agent.file("MEMORY.md", &(0..120).map(|i| format!("- remembered line {i}\n")).collect::<String>());
+        let cache = tempfile::tempdir().unwrap();
+        let file = cache.path().join("tokens-cl100k_base.bin");
+        let start = proem_core::turn::parse_now("2026-11-21T09:30:00Z").unwrap();
+        // Header (magic, name, MAC: 56 bytes), the kept entries' number,
+        // the kept entries (20 bytes each), then the recent ones.
+        let kept_part = |file: &[u8]| {
+            let n = u32::from_le_bytes(file[56..60].try_into().unwrap()) as usize;
+            file[60..60 + n * 20].to_vec()
+        };
+        let mut first: Option<Vec<u8>> = None;
+        for (i, ((seconds, zone), extra)) in steps.into_iter().enumerate() {
+            let now = (start + chrono::Duration::seconds(seconds)).to_rfc3339();
+            let mut args = vec!["--now".to_string(), now, "--timezone".into(), zone.into()];
+            args.extend(extra.into_iter().flat_map(|e| ["--extra".to_string(), e]));
+            let cached = prompt_and_tokens(&agent, cache.path().as_os_str(), &args);
+            let uncached = prompt_and_tokens(&agent, std::ffi::OsStr::new(""), &args);
+            proptest::prop_assert_eq!(&cached, &uncached, "step {}: {:?}", i, args);
+            let saved = std::fs::read(&file).unwrap();
+            proptest::prop_assert!(saved.len() <= proem_core::tokens::MAX_COUNTS_FILE_BYTES, "{} bytes", saved.len());
+            let kept = kept_part(&saved);
+            match &first {
+                None => first = Some(kept),
+                Some(first) => proptest::prop_assert!(
+                    *first == kept,
+                    "step {}: the kept counts changed with the turn alone ({} then {} bytes)",
+                    i,
+                    first.len(),
+                    kept.len()
+                ),
             }
         }
     }

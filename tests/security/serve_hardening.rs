@@ -957,7 +957,7 @@ fn distinct_requests_write_nothing_to_disk() {
     let new: Vec<_> = after.iter().filter(|f| !before.contains(f)).collect();
     let counts: Vec<_> = new.iter().filter(|(p, ..)| p.to_string_lossy().contains("tokens-")).collect();
     assert!(!counts.is_empty() && new.len() <= 3, "at shutdown, the token counts: {new:?}");
-    assert!(counts.iter().all(|(_, len, _)| *len <= 32 + 65_536 * 20), "{counts:?}");
+    assert!(counts.iter().all(|(_, len, _)| *len <= proem_core::tokens::MAX_COUNTS_FILE_BYTES as u64), "{counts:?}");
 }
 
 /// A reload in which a plugin that serves now fails to load (its binary

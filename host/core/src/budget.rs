@@ -145,7 +145,7 @@ pub fn fit(
 fn stable_limit_of(inputs: &CoreInputs, sections: &[Section], counter: &TokenCounter, budget: usize) -> usize {
     let protected_stable: Vec<Section> =
         sections.iter().filter(|s| s.protected && s.zone == Zone::Stable).cloned().collect();
-    let protected_stable = counter.count(&join_in(&protected_stable, inputs.stable.config.cache.tiering()).stable);
+    let protected_stable = counter.count_kept(&join_in(&protected_stable, inputs.stable.config.cache.tiering()).stable);
     stable_budget(budget, inputs.stable.config.budget.dynamic_reserve, protected_stable)
 }
 
@@ -153,7 +153,7 @@ fn stable_limit_of(inputs: &CoreInputs, sections: &[Section], counter: &TokenCou
 fn over_skills_cap(inputs: &CoreInputs, sections: &[Section], counter: &TokenCounter) -> Option<usize> {
     let cap = inputs.stable.config.skills.max_tokens?;
     let skills = sections.iter().find(|s| s.cut_class() == Some(CutClass::Skills));
-    skills.map(|s| counter.count(&s.body)).filter(|t| *t > cap).map(|t| t - cap)
+    skills.map(|s| counter.count_kept(&s.body)).filter(|t| *t > cap).map(|t| t - cap)
 }
 
 /// The error when every optional section is gone and the prompt still does
@@ -199,7 +199,7 @@ fn stable_part(
 ) -> std::sync::Arc<StablePart> {
     let compute = |with_head: bool| {
         let text = join_stable(sections);
-        let (tokens, xxh3) = counter.count_hashed(&text);
+        let (tokens, xxh3) = counter.count_kept_hashed(&text);
         let head_end = if with_head { counter.head_cut(&text) } else { 0 };
         let head_tokens = counter.count(&text[..head_end]);
         std::sync::Arc::new(StablePart { text, tokens, xxh3, head_end, head_tokens })
@@ -236,11 +236,13 @@ fn stable_part(
 /// first step.
 pub fn count_ahead(inputs: &CoreInputs, counter: &TokenCounter) -> CoreRender {
     let mut render = core_sections::render(inputs, &Knobs::untouched(inputs));
+    // What every turn shares is kept for the next process (see
+    // `TokenCounter::count_kept`); a turn's own sections are not.
     for file in render.files.iter() {
-        counter.count(&file.text);
+        counter.count_kept(&file.text);
     }
     for section in &render.sections {
-        counter.count(&section.body);
+        count_section(section, counter);
     }
     // Merged with nothing contributed, the core sections are only put in
     // prompt order. The stable part needs no count of its own: its pieces
@@ -248,6 +250,15 @@ pub fn count_ahead(inputs: &CoreInputs, counter: &TokenCounter) -> CoreRender {
     order_in(&mut render.sections, inputs.stable.config.layout().mode(inputs.stable.mode));
     sent_tokens(&join_in(&render.sections, inputs.stable.config.cache.tiering()), counter);
     render
+}
+
+/// Tokens of `section`'s body and its xxh3-128; kept for the next process
+/// (`TokenCounter::count_kept`) unless the section is a turn's own.
+pub fn count_section(section: &Section, counter: &TokenCounter) -> (usize, u128) {
+    match section.tier() {
+        Tier::Turn => counter.count_hashed(&section.body),
+        Tier::Stable | Tier::Session => counter.count_kept_hashed(&section.body),
+    }
 }
 
 /// Tokens of what a build sends: the system prompt, and the turn context
@@ -386,7 +397,7 @@ fn names(id: &str) -> Option<&'static str> {
 /// less than [`MIN_FILE_CHARS`] would be left.
 fn new_file_cap(file: &crate::bootstrap::InjectedFile, excess: usize, counter: &TokenCounter) -> usize {
     let chars = file.report.injected_chars;
-    let tokens = counter.count(&file.text).max(1);
+    let tokens = counter.count_kept(&file.text).max(1);
     let chars_per_token = chars as f64 / tokens as f64;
     let reduce = ((excess as f64 * chars_per_token * 1.1) as usize).saturating_add(64).max(chars / 4);
     let new_cap = chars.saturating_sub(reduce);
@@ -409,7 +420,7 @@ fn turn_skills_knob(sections: &[Section], knobs: &mut Knobs, excess: usize, coun
     let Some(skills) = sections.iter().find(|s| s.cut_class() == Some(CutClass::Skills)) else { return };
     if knobs.skills_form == SkillsForm::Full {
         knobs.skills_form = SkillsForm::Compact;
-    } else if let Some(per_skill) = counter.count(&skills.body).checked_div(knobs.skills_count) {
+    } else if let Some(per_skill) = counter.count_kept(&skills.body).checked_div(knobs.skills_count) {
         let remove = excess.div_ceil(per_skill.max(1)).saturating_add(1);
         knobs.skills_count = knobs.skills_count.saturating_sub(remove);
     } else {

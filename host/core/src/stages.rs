@@ -469,7 +469,7 @@ impl Assembler {
             dynamic: counter.count(&joined.dynamic),
             budget: resolved.budget_tokens,
             tool_schemas: match self.config.tools.native_calling {
-                true => counter.count(&native_tool_schemas(&inputs.stable.tools)),
+                true => counter.count_kept(&native_tool_schemas(&inputs.stable.tools)),
                 false => 0,
             },
         };
@@ -511,7 +511,7 @@ impl Assembler {
             .sections
             .iter()
             .map(|s| {
-                let (tokens, hash) = counter.count_hashed(&s.body);
+                let (tokens, hash) = crate::budget::count_section(s, counter);
                 SectionReport {
                     id: s.id.clone(),
                     source: s.source.to_string(),
@@ -575,7 +575,7 @@ fn file_reports(
         };
         details.push(FileDetail {
             why_not_shown,
-            tokens: injected.map(|i| counter.count(&i.text)).unwrap_or(0),
+            tokens: injected.map(|i| counter.count_kept(&i.text)).unwrap_or(0),
             zone: injected.map(|i| layout.zone(i.group.section_id())),
             source: match (by, run.file_sources.get(&f.name)) {
                 (Some(by), _) => format!("replaced by {by}"),

@@ -2,8 +2,14 @@
 //!
 //! Texts are encoded by [`proem_bpe`] (tiktoken's counts, from tables
 //! built into the binary), and counts are memoised per paragraph by a
-//! 128-bit hash of the text, in memory and (through [`TokenCounter::save`])
-//! on disk, so a text that was counted before is never encoded again.
+//! 128-bit hash of the text, in memory, so a text that was counted before
+//! is never encoded again. What is saved on disk for the next process
+//! ([`TokenCounter::save`]) is bounded, whatever the number of turns: the
+//! [`SAVED_LIMIT`] most recently used counts of what every turn shares
+//! (texts counted with [`TokenCounter::count_kept`]: the files, the sections
+//! above a turn's, the stable part), then the [`RECENT_LIMIT`] most
+//! recently used other counts (the last turns' dynamic part), which turns
+//! replace among themselves and never push a kept count out.
 
 use crate::cache_dir::CacheDir;
 use crate::sync::Lock;
@@ -87,9 +93,18 @@ impl Tokenizer {
     }
 }
 
-/// Most memo entries kept before the memo is cleared (bounds memory in
-/// long-running processes: about 40 bytes each).
+/// Most memo entries kept before the memo is pruned to what a save would
+/// write (bounds memory in long-running processes: about 50 bytes each).
 const MEMO_LIMIT: usize = 65_536;
+/// Most counts of kept texts saved on disk (see
+/// [`TokenCounter::count_kept`]): 20 bytes each. The round-three workspace
+/// (~94 KB of markdown, 30 tools, 24 skills) keeps ~200, so this holds
+/// twenty such agents sharing a cache folder.
+pub const SAVED_LIMIT: usize = 4_096;
+/// Most other counts saved on disk (the most recently used: the last
+/// turns' dynamic part, ~10-20 pieces a turn, so a new process building
+/// a recent turn or day encodes nothing).
+pub const RECENT_LIMIT: usize = 256;
 /// Most whole-text counts kept in memory (never saved: a new date line makes
 /// a new prompt every day, and the paragraph counts already cover it).
 const WHOLE_LIMIT: usize = 1_024;
@@ -111,10 +126,17 @@ pub struct TokenCounter {
 
 #[derive(Debug, Default)]
 struct Memo {
-    counts: HashMap<u128, u32>,
-    /// Whole texts counted in this process (see [`WHOLE_LIMIT`]).
-    wholes: HashMap<u128, u32>,
-    /// Entries added since the last load or save.
+    /// Every count, with the `tick` it was last used.
+    counts: HashMap<u128, Kept>,
+    /// Whole texts counted in this process (see [`WHOLE_LIMIT`]), and
+    /// whether their pieces were kept.
+    wholes: HashMap<u128, (u32, bool)>,
+    /// The counts of kept texts (see [`TokenCounter::count_kept`]), with
+    /// the `tick` each was last used.
+    kept: HashMap<u128, Kept>,
+    /// The clock of `counts` and `kept`: one tick per text counted.
+    tick: u64,
+    /// Entries `counts` or `kept` gained since the last load or save.
     unsaved: usize,
     /// Whether lookups may use the memo (benchmarks turn it off).
     enabled: bool,
@@ -162,33 +184,60 @@ impl TokenCounter {
         chunks(text).last().map_or(0, |last| text.len() - last.len())
     }
 
+    /// [`TokenCounter::count`], keeping the counts of `text`'s pieces for
+    /// [`TokenCounter::save`]: for texts every turn of an agent shares (its
+    /// files, the sections above a turn's, the stable part), which a new
+    /// process counts again. Texts of one turn (the date, an extra prompt,
+    /// a plugin's `count-tokens`) are counted with [`TokenCounter::count`]
+    /// and never reach the disk, so the file does not grow with turns.
+    pub fn count_kept(&self, text: &str) -> usize {
+        self.count_with(text, xxh3_128(text.as_bytes()), true)
+    }
+
+    /// [`TokenCounter::count_kept`] returning the xxh3-128 of `text` too.
+    pub fn count_kept_hashed(&self, text: &str) -> (usize, u128) {
+        let whole = xxh3_128(text.as_bytes());
+        (self.count_with(text, whole, true), whole)
+    }
+
     fn count_with_hash(&self, text: &str, whole: u128) -> usize {
+        self.count_with(text, whole, false)
+    }
+
+    /// Tokens of `text` (`whole` its xxh3-128), from the memo or piece by
+    /// piece, keeping the pieces' counts when `keep`.
+    fn count_with(&self, text: &str, whole: u128, keep: bool) -> usize {
         if text.is_empty() {
             return 0;
         }
         let enabled = {
-            let memo = self.memo.lock();
+            let mut memo = self.memo.lock();
+            memo.tick += 1;
             if memo.enabled {
-                if let Some(n) = memo.wholes.get(&whole) {
-                    return *n as usize;
+                if let Some(&(n, kept)) = memo.wholes.get(&whole) {
+                    if kept || !keep {
+                        return n as usize;
+                    }
                 }
             }
             memo.enabled
         };
+        let keep = keep && enabled;
         let mut total = 0usize;
         if !self.tokenizer.sums_by_paragraph() {
-            total = self.count_piece(text, whole, enabled, 0);
+            total = self.count_piece(text, whole, enabled, 0, keep);
         }
         for chunk in chunks(text).filter(|_| self.tokenizer.sums_by_paragraph()) {
             let key = if chunk.len() == text.len() { whole } else { xxh3_128(chunk.as_bytes()) };
-            total += self.count_piece(chunk, key, enabled, TAIL_SPLITS);
+            total += self.count_piece(chunk, key, enabled, TAIL_SPLITS, keep);
         }
         if let (true, Ok(n)) = (enabled, u32::try_from(total)) {
             let mut memo = self.memo.lock();
             if memo.wholes.len() >= WHOLE_LIMIT {
                 memo.wholes.clear();
             }
-            memo.wholes.insert(whole, n);
+            let kept = keep || memo.wholes.get(&whole).is_some_and(|w| w.1);
+            memo.wholes.insert(whole, (n, kept));
         }
         total
     }
@@ -200,29 +249,48 @@ impl TokenCounter {
     /// the same paragraph at the end of a text alone (a section, a file)
     /// differs from its piece in the prompt only in its last line or two
     /// (the blank line after it, a closing tag), and is then counted by
-    /// encoding that line alone.
-    fn count_piece(&self, piece: &str, key: u128, enabled: bool, splits: usize) -> usize {
+    /// encoding that line alone. When `keep`, the piece's count is kept
+    /// for [`TokenCounter::save`] (the parts before are not: a new process
+    /// looks up the pieces this one looked up).
+    fn count_piece(&self, piece: &str, key: u128, enabled: bool, splits: usize, keep: bool) -> usize {
         if enabled {
-            if let Some(n) = self.memo.lock().counts.get(&key) {
-                return *n as usize;
+            let mut memo = self.memo.lock();
+            let tick = memo.tick;
+            let found = match memo.counts.get_mut(&key) {
+                Some(entry) => {
+                    entry.used = tick;
+                    Some(entry.count)
+                }
+                None => memo.kept.get(&key).map(|k| k.count),
+            };
+            if let Some(n) = found {
+                if keep {
+                    memo.keep(key, n);
+                }
+                return n as usize;
             }
         }
         let (n, encoded) = match last_line_cut(piece).filter(|_| splits > 0) {
             Some(cut) => {
                 let (head, last) = piece.split_at(cut);
-                let head_n = self.count_piece(head, xxh3_128(head.as_bytes()), enabled, splits - 1);
+                let head_n = self.count_piece(head, xxh3_128(head.as_bytes()), enabled, splits - 1, false);
                 (head_n + encode_len(self.tokenizer, last), last)
             }
             None => (encode_len(self.tokenizer, piece), piece),
         };
         let mut memo = self.memo.lock();
         memo.encoded_bytes += encoded.len() as u64;
-        if enabled {
+        if let (true, Ok(count)) = (enabled, u32::try_from(n)) {
             if memo.counts.len() >= MEMO_LIMIT {
-                memo.counts.clear();
+                memo.prune_recent();
             }
-            memo.counts.insert(key, n as u32);
-            memo.unsaved += 1;
+            let used = memo.tick;
+            if memo.counts.insert(key, Kept { count, used }).is_none() {
+                memo.unsaved += 1;
+            }
+            if keep {
+                memo.keep(key, count);
+            }
         }
         n
     }
@@ -243,6 +311,9 @@ impl TokenCounter {
     /// [`TokenCounter::save`]). A missing, foreign, forged or corrupt file
     /// adds nothing: counts decide what fits in the budget, so only a file
     /// this user's proem wrote for this tokenizer is read.
+    ///
+    /// The file lists the most recently used counts first; they are kept
+    /// again in that order, older than any this process keeps.
     pub fn load(&self, dir: &CacheDir) {
         let name = saved_counts_name(self.tokenizer);
         let Ok(data) = dir.read(&name, MAX_COUNTS_FILE_BYTES as u64) else { return };
@@ -254,13 +325,19 @@ impl TokenCounter {
             tracing::warn!(path = %dir.path().join(&name).display(), "token count cache damaged or not ours; ignoring it");
             return;
         };
+        let (kept, recent) = entries;
         let mut memo = self.memo.lock();
-        for (key, n) in entries {
-            if memo.counts.len() >= MEMO_LIMIT {
-                break;
-            }
-            memo.counts.entry(key).or_insert(n);
+        let base = memo.tick;
+        let newest = base.saturating_add((kept.len() + recent.len()) as u64);
+        for (i, (key, count)) in kept.iter().chain(&recent).enumerate() {
+            let entry = Kept { count: *count, used: newest - i as u64 };
+            match i < kept.len() {
+                true => memo.kept.entry(*key).or_insert(entry),
+                false => memo.counts.entry(*key).or_insert(entry),
+            };
         }
+        memo.tick = newest;
+        memo.prune_kept();
     }
 
     /// Whether counts were added since the last load or save.
@@ -268,9 +345,13 @@ impl TokenCounter {
         self.memo.lock().unsaved > 0
     }
 
-    /// Writes the memo (at most [`MEMO_LIMIT`] entries) into the cache
-    /// folder `dir` (temporary file + rename) when it has entries not saved
-    /// yet. Returns whether it wrote.
+    /// Writes the kept counts (see [`TokenCounter::count_kept`]; the
+    /// [`SAVED_LIMIT`] most recently used, newest first, ties by key), then
+    /// the [`RECENT_LIMIT`] most recently used others, into the cache
+    /// folder `dir` (temporary file + rename) when it has counts not saved
+    /// yet. Returns whether it wrote: a process that only used counts it
+    /// loaded does not write them again (their new order is saved with the
+    /// next new count).
     pub fn save(&self, dir: &CacheDir) -> std::io::Result<bool> {
         let bytes = {
             let mut memo = self.memo.lock();
@@ -278,13 +359,64 @@ impl TokenCounter {
                 return Ok(false);
             }
             memo.unsaved = 0;
-            let mut entries: Vec<(u128, u32)> = memo.counts.iter().map(|(k, v)| (*k, *v)).collect();
-            entries.sort_unstable();
-            entries.truncate(MEMO_LIMIT);
-            encode_counts(dir, &entries, self.tokenizer)
+            let count = |(k, kept): (u128, Kept)| (k, kept.count);
+            let kept: Vec<(u128, u32)> = memo.newest_kept().into_iter().map(count).collect();
+            let recent: Vec<(u128, u32)> = memo.newest_recent().into_iter().map(count).collect();
+            encode_counts(dir, &kept, &recent, self.tokenizer)
         };
         dir.write(&saved_counts_name(self.tokenizer), &bytes, false)?;
         Ok(true)
+    }
+}
+
+/// A count [`TokenCounter::save`] writes, and the `tick` it was last used.
+#[derive(Debug, Clone, Copy)]
+struct Kept {
+    count: u32,
+    used: u64,
+}
+
+impl Memo {
+    /// Keeps `key`'s count for the disk, as used now.
+    fn keep(&mut self, key: u128, count: u32) {
+        let used = self.tick;
+        if self.kept.insert(key, Kept { count, used }).is_none() {
+            self.unsaved += 1;
+            if self.kept.len() > 2 * SAVED_LIMIT {
+                self.prune_kept();
+            }
+        }
+    }
+
+    /// The [`SAVED_LIMIT`] most recently used kept counts, newest first
+    /// (ties by key: the order never depends on the map's).
+    fn newest_kept(&self) -> Vec<(u128, Kept)> {
+        let mut all: Vec<(u128, Kept)> = self.kept.iter().map(|(k, v)| (*k, *v)).collect();
+        all.sort_unstable_by(|a, b| b.1.used.cmp(&a.1.used).then(a.0.cmp(&b.0)));
+        all.truncate(SAVED_LIMIT);
+        all
+    }
+
+    /// The [`RECENT_LIMIT`] most recently used counts that are not kept,
+    /// newest first (ties by key).
+    fn newest_recent(&self) -> Vec<(u128, Kept)> {
+        let mut all: Vec<(u128, Kept)> =
+            self.counts.iter().filter(|(k, _)| !self.kept.contains_key(k)).map(|(k, v)| (*k, *v)).collect();
+        all.sort_unstable_by(|a, b| b.1.used.cmp(&a.1.used).then(a.0.cmp(&b.0)));
+        all.truncate(RECENT_LIMIT);
+        all
+    }
+
+    /// Forgets all counts but the kept ones and those a save would write.
+    fn prune_recent(&mut self) {
+        self.counts = self.newest_recent().into_iter().collect();
+    }
+
+    /// Forgets all but the [`SAVED_LIMIT`] most recently used kept counts.
+    fn prune_kept(&mut self) {
+        if self.kept.len() > SAVED_LIMIT {
+            self.kept = self.newest_kept().into_iter().collect();
+        }
     }
 }
 
@@ -520,20 +652,29 @@ pub fn saved_counts_name(tokenizer: Tokenizer) -> String {
     format!("tokens-{}.bin", tokenizer.name())
 }
 
-const COUNTS_MAGIC: &[u8; 8] = b"PROEMTK2";
+/// `TK3`: at most [`SAVED_LIMIT`] kept counts (the files and stable parts)
+/// then [`RECENT_LIMIT`] others, each newest first; `TK2` held every count
+/// of every turn.
+const COUNTS_MAGIC: &[u8; 8] = b"PROEMTK3";
 /// What the counts file's MAC starts with: the kind of entry.
 const COUNTS_KIND: &[u8] = b"proem token counts";
 /// Magic, tokenizer name, MAC.
 const COUNTS_HEADER: usize = 8 + 16 + 32;
-/// The largest counts file: [`MEMO_LIMIT`] entries of 20 bytes.
-const MAX_COUNTS_FILE_BYTES: usize = COUNTS_HEADER + MEMO_LIMIT * 20;
+/// The largest counts file: the kept entries' number (4 bytes), then
+/// [`SAVED_LIMIT`] + [`RECENT_LIMIT`] entries of 20 bytes (~87 KB).
+pub const MAX_COUNTS_FILE_BYTES: usize = COUNTS_HEADER + 4 + (SAVED_LIMIT + RECENT_LIMIT) * 20;
+
+/// The kept counts and the recent ones (see [`TokenCounter::save`]).
+type SavedCounts = (Vec<(u128, u32)>, Vec<(u128, u32)>);
 
 /// File layout: magic, tokenizer name (16 bytes, zero-padded), the
-/// HMAC-SHA256 of the three and the entries under the cache folder's
-/// secret, entries (16-byte key, 4-byte count, little-endian).
-fn encode_counts(dir: &CacheDir, entries: &[(u128, u32)], tokenizer: Tokenizer) -> Vec<u8> {
-    let mut body = Vec::with_capacity(entries.len() * 20);
-    for (k, v) in entries {
+/// HMAC-SHA256 of the three and the body under the cache folder's secret;
+/// the body: the number of kept entries (4 bytes), then the kept entries
+/// and the recent ones (16-byte key, 4-byte count), all little-endian.
+fn encode_counts(dir: &CacheDir, kept: &[(u128, u32)], recent: &[(u128, u32)], tokenizer: Tokenizer) -> Vec<u8> {
+    let mut body = Vec::with_capacity(4 + (kept.len() + recent.len()) * 20);
+    body.extend_from_slice(&u32::try_from(kept.len()).unwrap_or(u32::MAX).to_le_bytes());
+    for (k, v) in kept.iter().chain(recent) {
         body.extend_from_slice(&k.to_le_bytes());
         body.extend_from_slice(&v.to_le_bytes());
     }
@@ -552,32 +693,36 @@ fn padded_name(tokenizer: Tokenizer) -> [u8; 16] {
     name
 }
 
-/// The entries of a counts file `dir`'s proem wrote for `tokenizer`: the
-/// magic and name match, the size is whole entries within the bound, and
-/// the MAC holds.
-fn decode_counts(dir: &CacheDir, data: &[u8], tokenizer: Tokenizer) -> Option<Vec<(u128, u32)>> {
-    if data.len() < COUNTS_HEADER || data.len() > MAX_COUNTS_FILE_BYTES || &data[..8] != COUNTS_MAGIC {
+/// The entries of a counts file `dir`'s proem wrote for `tokenizer`, kept
+/// and recent: the magic and name match, the size is whole entries within
+/// the bound, each part within its own, and the MAC holds.
+fn decode_counts(dir: &CacheDir, data: &[u8], tokenizer: Tokenizer) -> Option<SavedCounts> {
+    if data.len() < COUNTS_HEADER + 4 || data.len() > MAX_COUNTS_FILE_BYTES || &data[..8] != COUNTS_MAGIC {
         return None;
     }
     let name = padded_name(tokenizer);
     let body = &data[COUNTS_HEADER..];
-    if data[8..24] != name || !body.len().is_multiple_of(20) {
+    let (kept_n, entries) = body.split_at(4);
+    let kept_n = usize::try_from(u32::from_le_bytes(kept_n.try_into().ok()?)).ok()?;
+    let all = entries.len() / 20;
+    if data[8..24] != name || !entries.len().is_multiple_of(20) || kept_n > all.min(SAVED_LIMIT) {
         return None;
     }
-    if !dir.verify(&[COUNTS_KIND, COUNTS_MAGIC, &name, body], &data[24..COUNTS_HEADER]) {
+    if all - kept_n > RECENT_LIMIT || !dir.verify(&[COUNTS_KIND, COUNTS_MAGIC, &name, body], &data[24..COUNTS_HEADER]) {
         return None;
     }
-    Some(
-        body.chunks_exact(20)
-            .map(|e| {
-                let (key, count) = e.split_at(16);
-                (
-                    u128::from_le_bytes(key.try_into().unwrap_or_default()),
-                    u32::from_le_bytes(count.try_into().unwrap_or_default()),
-                )
-            })
-            .collect(),
-    )
+    let mut entries: Vec<(u128, u32)> = entries
+        .chunks_exact(20)
+        .map(|e| {
+            let (key, count) = e.split_at(16);
+            (
+                u128::from_le_bytes(key.try_into().unwrap_or_default()),
+                u32::from_le_bytes(count.try_into().unwrap_or_default()),
+            )
+        })
+        .collect();
+    let recent = entries.split_off(kept_n);
+    Some((entries, recent))
 }
 
 /// One counter per tokenizer per process, so memoised counts are shared by
@@ -809,7 +954,7 @@ mod tests {
         let path = folder.path().join(saved_counts_name(Tokenizer::O200kBase));
         let text = "## Saved\nsome text\n\n## More\nother text";
         let a = TokenCounter::new(Tokenizer::O200kBase);
-        let n = a.count(text);
+        let n = a.count_kept(text);
         assert!(a.save(&dir).unwrap());
         assert!(!a.save(&dir).unwrap(), "nothing new to save");
         let b = TokenCounter::new(Tokenizer::O200kBase);
@@ -830,15 +975,19 @@ mod tests {
         let elsewhere = tempfile::tempdir().unwrap();
         let foreign = CacheDir::open(elsewhere.path()).unwrap();
         // Every saved count, off by one, signed with another folder's secret.
-        let wrong: Vec<(u128, u32)> =
-            decode_counts(&dir, &good, Tokenizer::O200kBase).unwrap().into_iter().map(|(k, n)| (k, n + 1)).collect();
-        let forged = encode_counts(&foreign, &wrong, Tokenizer::O200kBase);
-        // The right counts, signed with this folder's secret, padded to one
-        // entry more than a counter ever saves: over the bound, never read.
-        let mut padded = decode_counts(&dir, &good, Tokenizer::O200kBase).unwrap();
-        padded.extend((0..).map(|k: u128| (k, 1)).take(MEMO_LIMIT + 1 - padded.len()));
-        let oversized = encode_counts(&dir, &padded, Tokenizer::O200kBase);
-        for bad in [flipped, good[..good.len() - 3].to_vec(), Vec::new(), forged, oversized] {
+        let (kept, recent) = decode_counts(&dir, &good, Tokenizer::O200kBase).unwrap();
+        let off_by_one = |e: &Vec<(u128, u32)>| e.iter().map(|(k, n)| (*k, n + 1)).collect::<Vec<_>>();
+        let forged = encode_counts(&foreign, &off_by_one(&kept), &off_by_one(&recent), Tokenizer::O200kBase);
+        // The right counts, signed with this folder's secret, one part
+        // padded to one entry more than a counter ever saves in it: over
+        // its bound, never read.
+        let pad = |e: &Vec<(u128, u32)>, limit: usize| {
+            e.iter().copied().chain((1..).map(|k: u128| (k << 64, 1))).take(limit + 1).collect::<Vec<_>>()
+        };
+        let too_many_kept = encode_counts(&dir, &pad(&kept, SAVED_LIMIT), &recent, Tokenizer::O200kBase);
+        let too_many_recent = encode_counts(&dir, &kept, &pad(&recent, RECENT_LIMIT), Tokenizer::O200kBase);
+        let bads = [flipped, good[..good.len() - 3].to_vec(), Vec::new(), forged, too_many_kept, too_many_recent];
+        for bad in bads {
             std::fs::write(&path, &bad).unwrap();
             let c = TokenCounter::new(Tokenizer::O200kBase);
             c.load(&dir);
@@ -981,5 +1130,93 @@ mod tests {
                 after_cut
             );
         }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(16))]
+
+        /// Processes one after another over one cache folder, each counting
+        /// kept texts (an agent's files: some new, some seen before) and a
+        /// turn's texts, then saving: the file never holds more than
+        /// [`SAVED_LIMIT`] kept counts and [`RECENT_LIMIT`] others whatever
+        /// the number of texts or turns, a turn's texts never take a kept
+        /// place, the kept counts it holds are the newest (the last
+        /// process's first), the others the last turns', and every count a
+        /// new process reads from it equals one encoded with the memo off.
+        #[test]
+        fn the_saved_counts_stay_within_their_bound_and_hold_the_newest_kept_texts(
+            processes in proptest::collection::vec((0u64..4, 1usize..6_000, 0usize..1_500), 1..5),
+        ) {
+            let folder = tempfile::tempdir().unwrap();
+            let dir = CacheDir::open(folder.path()).unwrap();
+            let text = |agent: u64, i: usize| format!("agent {agent} paragraph {i}: some words\n\n");
+            let uncached = TokenCounter::new(Tokenizer::O200kBase);
+            uncached.set_memo(false);
+            for (p, &(agent, files, turns)) in processes.iter().enumerate() {
+                let counter = TokenCounter::new(Tokenizer::O200kBase);
+                counter.load(&dir);
+                let loaded_before = counter.encoded_bytes();
+                for i in 0..files {
+                    counter.count_kept(&text(agent, i));
+                }
+                for t in 0..turns {
+                    counter.count(&format!("Today is day {p}-{t} of the turn.\n\n"));
+                }
+                proptest::prop_assert_eq!(loaded_before, 0);
+                let wrote = counter.save(&dir).unwrap();
+                let data = std::fs::read(folder.path().join(saved_counts_name(Tokenizer::O200kBase))).unwrap();
+                proptest::prop_assert!(data.len() <= MAX_COUNTS_FILE_BYTES, "{} bytes", data.len());
+                let (saved, recent) = decode_counts(&dir, &data, Tokenizer::O200kBase).unwrap();
+                proptest::prop_assert!(saved.len() <= SAVED_LIMIT && recent.len() <= RECENT_LIMIT);
+                // This process's kept texts come first (newest), then the
+                // loaded ones, when it wrote (it keeps nothing new only when
+                // they all came from the file); a turn's text is never saved.
+                let own: Vec<u128> = (0..files).map(|i| xxh3_128(text(agent, i).as_bytes())).collect();
+                let newest = if wrote { own.len().min(SAVED_LIMIT) } else { saved.len() };
+                let first: std::collections::HashSet<u128> = saved.iter().take(newest).map(|e| e.0).collect();
+                for key in own.iter().rev().take(SAVED_LIMIT) {
+                    proptest::prop_assert!(first.contains(key), "process {}: a newest kept count was evicted", p);
+                }
+                let fresh = TokenCounter::new(Tokenizer::O200kBase);
+                fresh.load(&dir);
+                for (i, key) in own.iter().enumerate().rev().take(50) {
+                    let piece = text(agent, i);
+                    proptest::prop_assert_eq!(fresh.count(&piece), uncached.count(&piece));
+                    proptest::prop_assert!(saved.iter().any(|e| e.0 == *key));
+                }
+                proptest::prop_assert_eq!(fresh.encoded_bytes(), 0, "read from the file");
+                for t in 0..turns {
+                    let key = xxh3_128(format!("Today is day {p}-{t} of the turn.\n\n").as_bytes());
+                    proptest::prop_assert!(saved.iter().all(|e| e.0 != key), "a turn's count took a kept place");
+                    let last = t + RECENT_LIMIT >= turns;
+                    proptest::prop_assert_eq!(recent.iter().any(|e| e.0 == key), last, "turn {} of {}", t, turns);
+                }
+            }
+        }
+    }
+
+    /// Saving again with nothing counted in between writes nothing; any
+    /// number of turns never pushes a kept count out of the file.
+    #[test]
+    fn turns_never_push_a_kept_count_out() {
+        let folder = tempfile::tempdir().unwrap();
+        let dir = CacheDir::open(folder.path()).unwrap();
+        let counter = TokenCounter::new(Tokenizer::O200kBase);
+        let stable = "## Files\nstable text\n\nmore";
+        counter.count_kept(stable);
+        assert!(counter.save(&dir).unwrap());
+        assert!(!counter.save(&dir).unwrap(), "nothing new");
+        for day in 0..MEMO_LIMIT + 10 {
+            counter.count(&format!("Today is day {day}.\n\nchannel text"));
+            if day % 10_000 == 0 {
+                counter.save(&dir).unwrap();
+            }
+        }
+        counter.save(&dir).unwrap();
+        let data = std::fs::read(folder.path().join(saved_counts_name(Tokenizer::O200kBase))).unwrap();
+        let (kept, recent) = decode_counts(&dir, &data, Tokenizer::O200kBase).unwrap();
+        let pieces: Vec<u128> = chunks(stable).map(|p| xxh3_128(p.as_bytes())).collect();
+        assert_eq!(kept.iter().map(|e| e.0).collect::<std::collections::HashSet<_>>(), pieces.into_iter().collect());
+        assert_eq!(recent.len(), RECENT_LIMIT);
     }
 }

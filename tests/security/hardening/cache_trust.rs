@@ -296,14 +296,15 @@ fn entries_forged_swapped_or_copied_from_another_folder_are_misses() {
     // folder's secret (the layout of host/src/tokens.rs).
     let counts = ours.path().join("tokens-cl100k_base.bin");
     let mut bytes = std::fs::read(&counts).unwrap();
-    assert_eq!(&bytes[..8], b"PROEMTK2");
-    for entry in bytes[56..].chunks_exact_mut(20) {
+    assert_eq!(&bytes[..8], b"PROEMTK3");
+    // After the header: the kept entries' number, then the entries.
+    for entry in bytes[60..].chunks_exact_mut(20) {
         let n = u32::from_le_bytes(entry[16..].try_into().unwrap()) + 1000;
         entry[16..].copy_from_slice(&n.to_le_bytes());
     }
     let sign = |folder: &Path, bytes: &mut Vec<u8>| {
         let (header, body) = bytes.split_at(56);
-        let mac = CacheDir::open(folder).unwrap().mac(&[b"proem token counts", b"PROEMTK2", &header[8..24], body]);
+        let mac = CacheDir::open(folder).unwrap().mac(&[b"proem token counts", b"PROEMTK3", &header[8..24], body]);
         bytes[24..56].copy_from_slice(&mac);
     };
     sign(theirs.path(), &mut bytes);
