@@ -87,15 +87,39 @@ struct Allowed {
 
 impl Allowed {
     fn new(values: Vec<Value>) -> Self {
-        let texts = values.iter().map(Value::to_string).collect();
+        let texts = values.iter().map(canonical).collect();
         Allowed { values, texts }
     }
 
-    /// Equal to one of the values: serde_json's equality is equal text,
-    /// as its maps are sorted (no crate here turns on `preserve_order`;
-    /// `an_enum_lookup_is_serde_json_equality` checks).
+    /// Equal to one of the values as JSON Schema defines equality: numbers
+    /// by value (`1`, `1.0` and `1e0` are one value), objects whatever
+    /// their keys' order, each compared through its [`canonical`] text.
     fn admits(&self, value: &Value) -> bool {
-        self.texts.contains(&value.to_string())
+        self.texts.contains(&canonical(value))
+    }
+}
+
+/// One text per JSON value as JSON Schema compares them: an integral
+/// number written as an integer (`1.0` → `1`, `-0.0` → `0`, `1e3` →
+/// `1000`) where it fits 128 bits, any other number as serde_json writes
+/// it, object keys in order.
+fn canonical(value: &Value) -> String {
+    match value {
+        Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
+            (Some(i), _, _) => i.to_string(),
+            (_, Some(u), _) => u.to_string(),
+            (_, _, Some(f)) if f.fract() == 0.0 && f.abs() < 1.7e38 => (f as i128).to_string(),
+            _ => n.to_string(),
+        },
+        Value::Array(items) => format!("[{}]", items.iter().map(canonical).collect::<Vec<_>>().join(",")),
+        Value::Object(map) => {
+            let mut members: Vec<(&String, &Value)> = map.iter().collect();
+            members.sort_by(|a, b| a.0.cmp(b.0));
+            let members: Vec<String> =
+                members.iter().map(|(k, v)| format!("{}:{}", Value::from(k.as_str()), canonical(v))).collect();
+            format!("{{{}}}", members.join(","))
+        }
+        other => other.to_string(),
     }
 }
 
@@ -385,7 +409,9 @@ impl Schema {
                 }
                 (None, Some(None)) => {
                     if out.len() < MAX_PROBLEMS {
-                        let known: Vec<&str> = self.properties.keys().map(String::as_str).take(20).collect();
+                        // The names are the plugin's: shown on one clean line each.
+                        let known: Vec<String> =
+                            self.properties.keys().take(20).map(|name| crate::text::one_line(name, 60)).collect();
                         out.push(Problem {
                             at: item_at,
                             schema: format!("{schema_at}/additionalProperties"),
@@ -496,6 +522,25 @@ mod tests {
         assert_eq!(missing[0].to_string(), "config.note is required, and not set (schema /required)");
     }
 
+    /// Every text of a problem is on one line with no control character,
+    /// whatever the plugin's schema names and the operator's config holds
+    /// (the property names listed, the values shown, the paths).
+    #[test]
+    fn a_problem_shows_no_control_character_from_the_schema_or_the_config() {
+        let hostile = "a\u{1b}[31m\n\r\u{202e}\u{7}";
+        let s = schema(json!({
+            "type": "object",
+            "properties": { hostile: {"enum": [hostile]}, "b": {"type": "integer"} },
+            "additionalProperties": false
+        }));
+        for config in [json!({ hostile: "x" }), json!({ "z\u{1b}]0;t\u{7}": 1 }), json!({ "b": hostile })] {
+            for problem in s.check(&config) {
+                let text = problem.to_string();
+                assert!(!text.chars().any(|c| c.is_control() || c == '\u{202e}'), "{text:?}");
+            }
+        }
+    }
+
     #[test]
     fn a_schema_outside_the_subset_is_refused_naming_the_keyword_and_where() {
         for (bad, expected) in [
@@ -571,21 +616,28 @@ mod tests {
     }
 
     #[test]
-    fn an_enum_lookup_is_serde_json_equality() {
-        let values = vec![json!({"b": 1, "a": [1, 2.5, "x"]}), json!(1), json!(1.5), json!("s"), json!(null)];
-        let allowed = Allowed::new(values.clone());
-        let probes = [
-            json!({"a": [1, 2.5, "x"], "b": 1}),
-            json!(1.0),
-            json!(1),
-            json!(1.5),
-            json!("s"),
-            json!(null),
-            json!({"a": [1, 2.5, "x"]}),
-            json!([]),
+    fn an_enum_lookup_is_json_schema_equality() {
+        // (allowed, probe, equal as JSON Schema compares values), written
+        // from the spec: numbers by value, objects whatever their order.
+        let cases = [
+            (json!([1]), json!(1.0), true),
+            (json!([1.0]), json!(1), true),
+            (json!([0]), json!(-0.0), true),
+            (json!([1000]), json!(1e3), true),
+            (json!([2]), json!(2.5), false),
+            (json!([9_007_199_254_740_992.0f64]), json!(9_007_199_254_740_993u64), false),
+            (json!([18_446_744_073_709_551_615u64]), json!(18_446_744_073_709_551_615u64), true),
+            (json!([-9_223_372_036_854_775_808i64]), json!(-9.223_372_036_854_776e18), true),
+            (json!([{"b": 1, "a": [1, 2.5, "x"]}]), json!({"a": [1.0, 2.5, "x"], "b": 1}), true),
+            (json!([{"a": [1, 2.5, "x"]}]), json!({"a": [1, 2.5]}), false),
+            (json!([[1, 2]]), json!([2, 1]), false),
+            (json!(["1"]), json!(1), false),
+            (json!([null]), json!(null), true),
+            (json!([1e300]), json!(1e300), true),
         ];
-        for probe in probes {
-            assert_eq!(allowed.admits(&probe), values.contains(&probe), "{probe}");
+        for (allowed, probe, equal) in cases {
+            let allowed = Allowed::new(allowed.as_array().unwrap().clone());
+            assert_eq!(allowed.admits(&probe), equal, "{probe} in {:?}", allowed.values);
         }
     }
 }
