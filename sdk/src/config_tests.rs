@@ -467,3 +467,36 @@ fn at_the_edges_the_compile_time_limits_are_the_hosts() {
         assert_eq!(agrees(chain), depth <= 16, "a chain {depth} deep");
     }
 }
+
+/// A struct of the author's own named like a type the derive cannot take
+/// (`Value`, `Box`, `HashMap`) is a setting like any other when it derives
+/// Config: the derive refuses primitives by name, never a path it cannot
+/// resolve.
+mod own_types_named_like_std_ones {
+    use crate as proem_sdk;
+    use serde_json::json;
+
+    #[derive(proem_sdk::Config, Debug, PartialEq)]
+    struct Value {
+        a: u8,
+    }
+
+    #[derive(proem_sdk::Config, Debug, PartialEq)]
+    struct HashMap {
+        b: bool,
+    }
+
+    #[derive(proem_sdk::Config, Debug, PartialEq)]
+    struct Settings {
+        v: Value,
+        m: Option<HashMap>,
+    }
+
+    #[test]
+    fn are_settings_like_any_other() {
+        let ctx = crate::AgentContext::builder().config(json!({"v": {"a": 3}, "m": {"b": true}})).build();
+        assert_eq!(ctx.config_as::<Settings>(), Ok(Settings { v: Value { a: 3 }, m: Some(HashMap { b: true }) }));
+        let schema: serde_json::Value = serde_json::from_str(&crate::schema_json::<Settings>()).unwrap();
+        assert_eq!(schema["properties"]["v"]["properties"]["a"]["maximum"], json!(255));
+    }
+}
