@@ -49,13 +49,32 @@ pub struct Tool {
     /// What it does.
     #[serde(default)]
     pub description: String,
-    /// JSON schema of its arguments.
-    #[serde(default)]
+    /// JSON schema of its arguments: an object, or null for none (any
+    /// other value is refused, naming the field, as the service's OpenAPI
+    /// document says).
+    #[serde(default, deserialize_with = "schema_object_or_null")]
     pub parameters: Option<serde_json::Value>,
     /// The MCP server it comes from, when it is an MCP tool (also read from
     /// an `mcp__<server>__<tool>` name).
     #[serde(default)]
     pub server: Option<String>,
+}
+
+/// A tool's `parameters`: a JSON object (a JSON Schema) or null.
+fn schema_object_or_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<serde_json::Value>, D::Error> {
+    match <Option<serde_json::Value> as Deserialize>::deserialize(d)? {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(object @ serde_json::Value::Object(_)) => Ok(Some(object)),
+        Some(other) => Err(serde::de::Error::custom(format!(
+            "a tool's parameters are a JSON Schema object or null, not {}",
+            match other {
+                serde_json::Value::Bool(_) => "a boolean",
+                serde_json::Value::Number(_) => "a number",
+                serde_json::Value::String(_) => "a string",
+                _ => "an array",
+            }
+        ))),
+    }
 }
 
 /// The inputs of one turn: what the library takes, what `proem build`'s
@@ -235,8 +254,10 @@ pub fn parse_tools(json: &str, path: &Path) -> Result<Vec<Tool>, ProemError> {
 
 /// The tools of a parsed tools document (see [`parse_tools`]).
 fn tools_from_value(doc: serde_json::Value) -> Result<Vec<Tool>, String> {
-    let file: ToolsFile = serde_json::from_value(doc)
-        .map_err(|_| "expected a JSON array of tools (or {\"tools\": [...]}), each with a string \"name\"")?;
+    let file: ToolsFile = serde_json::from_value(doc).map_err(|_| {
+        "expected a JSON array of tools (or {\"tools\": [...]}), each with a string \"name\" \
+             and \"parameters\" (if any) a JSON Schema object or null"
+    })?;
     let entries = match file {
         ToolsFile::List(l) | ToolsFile::Object { tools: l } => l,
     };
@@ -282,6 +303,23 @@ mod tests {
         assert_eq!(tools[1].name, "exec");
         assert!(tools[1].parameters.is_some());
         assert_eq!(parse_tools(r#"{"tools":[{"name":"a"}]}"#, Path::new("t.json")).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_tools_parameters_are_an_object_or_null() {
+        for shape in
+            [r#"[{"name":"a","parameters":P}]"#, r#"[{"type":"function","function":{"name":"a","parameters":P}}]"#]
+        {
+            for (parameters, ok) in
+                [("{}", true), ("null", true), ("2688", false), ("\"x\"", false), ("[]", false), ("true", false)]
+            {
+                let parsed = parse_tools(&shape.replace('P', parameters), Path::new("t.json"));
+                assert_eq!(parsed.is_ok(), ok, "{shape} with {parameters}: {parsed:?}");
+                if let Err(e) = parsed {
+                    assert!(e.to_string().contains("parameters"), "{e}");
+                }
+            }
+        }
     }
 
     #[test]

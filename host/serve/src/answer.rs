@@ -89,7 +89,7 @@ pub fn build_body(served: &mut Served, extras: Extras) -> (String, &'static str)
         _ => serde_json::from_str(&served.text).unwrap_or_else(|_| Value::String(served.text.clone())),
     };
     let body = json!({
-        "format": format_name(served.format),
+        "format": format_name(served.format, served.built.cache.profile),
         "output": output,
         "report": &*served.built,
         "stale": served.stale,
@@ -97,14 +97,22 @@ pub fn build_body(served: &mut Served, extras: Extras) -> (String, &'static str)
     (body.to_string(), "application/json")
 }
 
-fn format_name(format: Format) -> &'static str {
+/// The shape of a report's `output`: the format asked for, except that
+/// `provider` is named as the profile it resolved to (the shape a client
+/// reads is that profile's).
+fn format_name(format: Format, profile: proem_core::cache::Profile) -> &'static str {
+    use proem_core::cache::Profile;
     match format {
         Format::Text => "text",
         Format::Json => "json",
         Format::Anthropic => "anthropic",
         Format::Openai => "openai",
         Format::Prefix => "prefix",
-        Format::Provider => "provider",
+        Format::Provider => match profile {
+            Profile::Anthropic => "anthropic",
+            Profile::Openai => "openai",
+            Profile::Prefix => "prefix",
+        },
     }
 }
 
