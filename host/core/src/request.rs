@@ -66,8 +66,10 @@ impl BuildRequest {
         let format = take(&mut members, "format").map(Format::deserialize).transpose().map_err(field("format"))?;
         let strict = take(&mut members, "strict").map(bool::deserialize).transpose().map_err(field("strict"))?;
         let turn: Turn = serde_path_to_error::deserialize(serde_json::Value::Object(members)).map_err(|e| {
-            let path = e.path().to_string();
-            BodyError { field: (path != ".").then_some(path), message: e.into_inner().to_string() }
+            // The root path prints as "." and so does a member named ".":
+            // whether there is a field is the path's segments, not its text.
+            let field = e.path().iter().next().is_some().then(|| e.path().to_string());
+            BodyError { field, message: e.into_inner().to_string() }
         })?;
         Ok(BuildRequest { turn, format, strict: strict.unwrap_or(false) })
     }
@@ -185,6 +187,18 @@ mod tests {
                 members.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
             let text = serde_json::Value::Object(members.clone()).to_string();
             prop_assert_eq!(BuildRequest::from_members(members), BuildRequest::from_json(text.as_bytes()));
+        }
+    }
+
+    /// An unknown member is named whatever its name, "." (which is how
+    /// the root path prints) and "" included.
+    #[test]
+    fn an_unknown_member_is_named_even_when_it_looks_like_the_root() {
+        for name in [".", "", "..", "a.b", "[0]", "x"] {
+            let members: serde_json::Map<String, serde_json::Value> =
+                [(name.to_string(), serde_json::json!(1))].into_iter().collect();
+            let refused = BuildRequest::from_members(members).unwrap_err();
+            assert_eq!(refused.field.as_deref(), Some(name), "{}", refused.message);
         }
     }
 
