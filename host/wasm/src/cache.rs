@@ -150,58 +150,62 @@ fn read_entry(engine: &Engine, dir: &CacheDir, key: &EntryKey) -> Option<Compone
         return read_entry_whole(engine, dir, key);
     }
     let name = key.file_name();
-    let (mut file, size) = dir.open_entry(&name, MAX_ENTRY_BYTES).ok()?;
+    let (file, size) = dir.open_entry(&name, MAX_ENTRY_BYTES).ok()?;
+    // Mapping needs a path that names the open file itself.
+    let Some(by_path) = path_of_open_file(&file) else { return read_entry_whole(engine, dir, key) };
     let shown = || dir.path().join(&name).display().to_string();
-    let code_len = match checked_code_len(dir, key, &mut file, size) {
-        Ok(code_len) => code_len,
-        Err(Refused::OtherFormat) => {
-            tracing::debug!(path = %shown(), "component cache entry of another proem version; recompiling");
-            return None;
-        }
-        Err(Refused::NotOurs) => {
-            tracing::warn!(path = %shown(), "component cache entry damaged or not made for this binary; recompiling");
-            return None;
-        }
-    };
-    // SAFETY: the file's first `code_len` bytes are byte-for-byte what
-    // `Component::serialize` wrote for this wasm digest and engine hash:
-    // both are in the entry's header, checked against this key and engine,
-    // under a MAC keyed by the secret of a folder only this user can write,
-    // and the code has the header's length and xxh3-128 (see
-    // `checked_code_len`). Mapped rather than read, the file can change
-    // after that check only by a writer of the folder: its owner (or root),
-    // who can sign any entry anyway. wasmtime re-checks the engine
-    // configuration when deserialising.
-    match unsafe { deserialize(engine, &mut file, code_len) } {
-        Ok(component) => Some(component),
-        Err(e) => {
-            tracing::warn!(path = %shown(), "component cache entry rejected ({e}); recompiling");
-            None
-        }
-    }
+    checked_file(dir, key, &file, size).map_err(|why| why.say(&shown())).ok()?;
+    // SAFETY: the file's code is byte-for-byte what `Component::serialize`
+    // wrote for this wasm digest and engine hash: both are in the entry's
+    // header, checked against this key and engine, under a MAC keyed by the
+    // secret of a folder only this user can write, and the code has the
+    // header's length and xxh3-128 (see `checked_file`). `by_path` names
+    // that very file, whatever the entry's name holds by now. Mapped
+    // rather than read, the file can change after the check only by a
+    // writer of the folder: its owner (or root), who can sign any entry
+    // anyway. wasmtime maps the code and the plugin's initial memory (a
+    // Python plugin's is most of its 50 MB) from the page cache as they are
+    // touched, where a copy cost a 50 MB allocation, its page faults and
+    // its zeroing on every load; it reads the ELF file by the offsets in
+    // its own headers, so the header after the code is mapped and ignored.
+    // It re-checks the engine configuration when deserialising.
+    loaded(unsafe { Component::deserialize_file(engine, by_path) }, &shown())
 }
 
-/// [`read_entry`] for a process that lives on: the entry read whole,
-/// checked, and deserialised from that copy.
+/// A path that opens `file` itself (Linux's `/proc/self/fd/N`), where the
+/// system has one.
+fn path_of_open_file(file: &std::fs::File) -> Option<String> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let by_path = format!("/proc/self/fd/{}", file.as_raw_fd());
+        if Path::new(&by_path).exists() {
+            return Some(by_path);
+        }
+    }
+    let _ = file;
+    None
+}
+
+/// [`read_entry`] for a process that lives on (or a system with no path
+/// for an open file): the entry read whole, checked, and deserialised from
+/// that very copy, so nothing done to the file later reaches it.
 fn read_entry_whole(engine: &Engine, dir: &CacheDir, key: &EntryKey) -> Option<Component> {
     let name = key.file_name();
     let data = dir.read(&name, MAX_ENTRY_BYTES).ok()?;
     let shown = || dir.path().join(&name).display().to_string();
-    let Some(payload) = decode_entry(dir, key, &data) else {
-        tracing::warn!(path = %shown(), "component cache entry damaged, of another proem version or not made for this binary; recompiling");
-        return None;
-    };
-    // SAFETY: the payload is byte-for-byte what `Component::serialize`
-    // wrote for this wasm digest and engine hash (see `checked_code_len`),
-    // in this process's memory: nothing done to the file now reaches it.
-    // wasmtime re-checks the engine configuration when deserialising.
-    match unsafe { Component::deserialize(engine, payload) } {
-        Ok(component) => Some(component),
-        Err(e) => {
-            tracing::warn!(path = %shown(), "component cache entry rejected ({e}); recompiling");
-            None
-        }
-    }
+    let code = checked_code(dir, key, &data).map_err(|why| why.say(&shown())).ok()?;
+    // SAFETY: the code is byte-for-byte what `Component::serialize` wrote
+    // for this wasm digest and engine hash (see `checked_code`), in this
+    // process's memory. wasmtime re-checks the engine configuration when
+    // deserialising.
+    loaded(unsafe { Component::deserialize(engine, code) }, &shown())
+}
+
+/// The component wasmtime made of an entry, or `None` (said) when it
+/// refused it.
+fn loaded(result: wasmtime::Result<Component>, shown: &str) -> Option<Component> {
+    result.map_err(|e| tracing::warn!(path = %shown, "component cache entry rejected ({e}); recompiling")).ok()
 }
 
 /// Why an entry is not used.
@@ -214,36 +218,18 @@ enum Refused {
     NotOurs,
 }
 
-/// The component in the first `code_len` bytes of `file`. Where the system
-/// names an open file by a path (Linux's `/proc/self/fd`), wasmtime maps
-/// the file rather than copying it: the code and the plugin's initial
-/// memory (a Python plugin's is most of its 50 MB) are then read from the
-/// page cache as they are touched, where a copy cost a 50 MB allocation,
-/// its page faults and its zeroing on every load. The header after the
-/// code is mapped too and ignored: wasmtime reads an ELF file by the
-/// offsets in its own headers.
-///
-/// # Safety
-/// As [`Component::deserialize`]: the bytes are what `Component::serialize`
-/// wrote with this engine's configuration, and (mapped) they are not
-/// changed while the component lives.
-unsafe fn deserialize(engine: &Engine, file: &mut std::fs::File, code_len: u64) -> wasmtime::Result<Component> {
-    #[cfg(target_os = "linux")]
-    {
-        use std::os::fd::AsRawFd;
-        let by_path = format!("/proc/self/fd/{}", file.as_raw_fd());
-        if Path::new(&by_path).exists() {
-            // SAFETY: the caller's contract; the path names `file` itself,
-            // the entry that was checked, whatever its name now holds.
-            return unsafe { Component::deserialize_file(engine, by_path) };
+impl Refused {
+    /// Says why the entry at `shown` is recompiled.
+    fn say(self, shown: &str) {
+        match self {
+            Refused::OtherFormat => {
+                tracing::debug!(path = %shown, "component cache entry of another proem version; recompiling")
+            }
+            Refused::NotOurs => {
+                tracing::warn!(path = %shown, "component cache entry damaged or not made for this binary; recompiling")
+            }
         }
     }
-    use std::io::{Read, Seek};
-    file.seek(std::io::SeekFrom::Start(0))?;
-    let mut code = Vec::with_capacity(usize::try_from(code_len).unwrap_or(0));
-    file.take(code_len).read_to_end(&mut code)?;
-    // SAFETY: the caller's contract.
-    unsafe { Component::deserialize(engine, code) }
 }
 
 /// A cache file's bytes for a serialised component: the payload (the
@@ -265,30 +251,49 @@ pub fn encode_entry(dir: &CacheDir, key: &EntryKey, payload: &[u8]) -> Vec<u8> {
 }
 
 /// The payload of an entry made for `key` under `dir`'s secret (see
-/// [`checked_code_len`]), the same rule a load goes by. Public so tests can
+/// [`checked_code`]), the same rule a load goes by. Public so tests can
 /// check what it accepts.
 pub fn decode_entry<'d>(dir: &CacheDir, key: &EntryKey, data: &'d [u8]) -> Option<&'d [u8]> {
-    let code_len = checked_code_len(dir, key, &mut std::io::Cursor::new(data), data.len() as u64).ok()?;
-    data.get(..usize::try_from(code_len).ok()?)
+    checked_code(dir, key, data).ok()
 }
 
-/// The length of the code of the `size`-byte entry read through `entry`,
-/// when it was made for `key` under `dir`'s secret: the header at its end
-/// has this format's magic, `key`'s wasm digest and engine hash, a MAC
-/// that holds, and the length of the bytes before it; those bytes have the
-/// header's xxh3-128 (streamed through a small buffer, checked last: the
-/// header is cheap to refuse).
-fn checked_code_len<R: std::io::Read + std::io::Seek>(
-    dir: &CacheDir,
-    key: &EntryKey,
-    entry: &mut R,
-    size: u64,
-) -> Result<u64, Refused> {
-    use std::io::SeekFrom;
-    let code_len = size.checked_sub(HEADER as u64).ok_or(Refused::OtherFormat)?;
+/// The code of the entry `data` when it was made for `key` under `dir`'s
+/// secret: its header passes [`checked_header`] and the code before it has
+/// the header's xxh3-128 (checked last: the header is cheap to refuse).
+fn checked_code<'d>(dir: &CacheDir, key: &EntryKey, data: &'d [u8]) -> Result<&'d [u8], Refused> {
+    let at = data.len().checked_sub(HEADER).ok_or(Refused::OtherFormat)?;
+    let header: &[u8; HEADER] = data[at..].try_into().map_err(|_| Refused::OtherFormat)?;
+    let checksum = checked_header(dir, key, header, at as u64)?;
+    let code = &data[..at];
+    (xxhash_rust::xxh3::xxh3_128(code).to_le_bytes() == checksum).then_some(code).ok_or(Refused::NotOurs)
+}
+
+/// [`checked_code`] for the `size`-byte entry `file`, read in place: its
+/// header, then its code streamed through a small buffer into the checksum
+/// (never held).
+fn checked_file(dir: &CacheDir, key: &EntryKey, file: &std::fs::File, size: u64) -> Result<(), Refused> {
+    use std::os::unix::fs::FileExt;
+    let at = size.checked_sub(HEADER as u64).ok_or(Refused::OtherFormat)?;
     let mut header = [0u8; HEADER];
-    entry.seek(SeekFrom::Start(code_len)).map_err(|_| Refused::OtherFormat)?;
-    entry.read_exact(&mut header).map_err(|_| Refused::OtherFormat)?;
+    file.read_exact_at(&mut header, at).map_err(|_| Refused::OtherFormat)?;
+    let checksum = checked_header(dir, key, &header, at)?;
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    let mut buffer = vec![0u8; 256 * 1024];
+    let mut done = 0u64;
+    while done < at {
+        let part = usize::try_from((at - done).min(buffer.len() as u64)).unwrap_or(buffer.len());
+        file.read_exact_at(&mut buffer[..part], done).map_err(|_| Refused::NotOurs)?;
+        hasher.update(&buffer[..part]);
+        done += part as u64;
+    }
+    (hasher.digest128().to_le_bytes() == checksum).then_some(()).ok_or(Refused::NotOurs)
+}
+
+/// The code's xxh3-128 that the header after `code_len` bytes of an
+/// entry gives, when the header has this format's magic, `key`'s
+/// wasm digest and engine hash, a MAC that holds under `dir`'s secret, and
+/// that length.
+fn checked_header(dir: &CacheDir, key: &EntryKey, header: &[u8; HEADER], code_len: u64) -> Result<[u8; 16], Refused> {
     let (magic, rest) = header.split_at(8);
     let (wasm, rest) = rest.split_at(32);
     let (engine, rest) = rest.split_at(8);
@@ -302,20 +307,7 @@ fn checked_code_len<R: std::io::Read + std::io::Seek>(
     if !signed || length != code_len.to_le_bytes() {
         return Err(Refused::NotOurs);
     }
-    entry.seek(SeekFrom::Start(0)).map_err(|_| Refused::NotOurs)?;
-    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
-    let mut buffer = vec![0u8; 256 * 1024];
-    let mut left = code_len;
-    while left > 0 {
-        let part = usize::try_from(left.min(buffer.len() as u64)).unwrap_or(buffer.len());
-        entry.read_exact(&mut buffer[..part]).map_err(|_| Refused::NotOurs)?;
-        hasher.update(&buffer[..part]);
-        left -= part as u64;
-    }
-    if checksum != hasher.digest128().to_le_bytes() {
-        return Err(Refused::NotOurs);
-    }
-    Ok(code_len)
+    checksum.try_into().map_err(|_| Refused::NotOurs)
 }
 
 fn write_entry(component: &Component, dir: &CacheDir, key: &EntryKey) -> std::io::Result<()> {
