@@ -402,6 +402,19 @@ fn leaked_schema(shape: &Shape) -> &'static Schema {
     Box::leak(Box::new(schema))
 }
 
+/// Whether `register_plugin!` admits the schema of `shape` (its depth,
+/// count and size within the SDK's limits), and what the host makes of
+/// the same schema's text.
+fn sdk_and_host(shape: &Shape) -> (bool, Result<proem_core::plugin::config_schema::Schema, String>) {
+    let schema = leaked_schema(shape);
+    let mut text = vec![0u8; crate::__private::schema_len(schema)];
+    crate::config::write(schema, "", &mut text, 0);
+    let admitted = crate::__private::schema_depth(schema) <= crate::__private::MAX_SCHEMA_DEPTH
+        && crate::__private::schema_nodes(schema) <= crate::__private::MAX_SCHEMA_NODES
+        && text.len() <= crate::__private::MAX_SCHEMA_BYTES;
+    (admitted, proem_core::plugin::config_schema::Schema::parse(&text))
+}
+
 #[derive(Debug, Clone)]
 enum Shape {
     Leaf,
@@ -437,13 +450,7 @@ proptest! {
     /// host refuses at load, so a derived schema that compiles loads.
     #[test]
     fn the_compile_time_limits_are_the_hosts(shape in shape()) {
-        let schema = leaked_schema(&shape);
-        let mut text = vec![0u8; crate::__private::schema_len(schema)];
-        crate::config::write(schema, "", &mut text, 0);
-        let admitted = crate::__private::schema_depth(schema) <= crate::__private::MAX_SCHEMA_DEPTH
-            && crate::__private::schema_nodes(schema) <= crate::__private::MAX_SCHEMA_NODES
-            && text.len() <= crate::__private::MAX_SCHEMA_BYTES;
-        let loaded = proem_core::plugin::config_schema::Schema::parse(&text);
+        let (admitted, loaded) = sdk_and_host(&shape);
         prop_assert_eq!(admitted, loaded.is_ok(), "{:?}", loaded.err());
     }
 }
@@ -452,12 +459,8 @@ proptest! {
 #[test]
 fn at_the_edges_the_compile_time_limits_are_the_hosts() {
     let agrees = |shape: Shape| {
-        let schema = leaked_schema(&shape);
-        let mut text = vec![0u8; crate::__private::schema_len(schema)];
-        crate::config::write(schema, "", &mut text, 0);
-        let admitted = crate::__private::schema_depth(schema) <= crate::__private::MAX_SCHEMA_DEPTH
-            && crate::__private::schema_nodes(schema) <= crate::__private::MAX_SCHEMA_NODES;
-        assert_eq!(admitted, proem_core::plugin::config_schema::Schema::parse(&text).is_ok(), "{shape:?}");
+        let (admitted, loaded) = sdk_and_host(&shape);
+        assert_eq!(admitted, loaded.is_ok(), "{shape:?}: {:?}", loaded.err());
         admitted
     };
     let admitted: Vec<bool> = (505..=520).map(|leaves| agrees(Shape::Object(vec![Shape::Leaf; leaves]))).collect();

@@ -320,22 +320,7 @@ fn settle() {
 /// `wasm` with a custom section named `name` appended: other bytes, the
 /// same code, so a compiled-cache entry of a test's own.
 fn with_custom_section(wasm: &[u8], name: &str) -> Vec<u8> {
-    let leb = |mut n: usize, out: &mut Vec<u8>| loop {
-        let byte = (n & 0x7f) as u8;
-        n >>= 7;
-        out.push(if n == 0 { byte } else { byte | 0x80 });
-        if n == 0 {
-            break;
-        }
-    };
-    let mut body = Vec::new();
-    leb(name.len(), &mut body);
-    body.extend_from_slice(name.as_bytes());
-    let mut out = wasm.to_vec();
-    out.push(0);
-    leb(body.len(), &mut out);
-    out.extend_from_slice(&body);
-    out
+    with_section(wasm, name, &[])
 }
 
 /// A warm build (same turn, a new assembler as a new process would make,
