@@ -12,7 +12,7 @@ use crate::config::{config_path, Config};
 use crate::error::ProemError;
 use crate::memo::{BuildMemo, Caching, KeyHasher, LastValue, Snapshot};
 use crate::mode::SessionKind;
-use crate::plugin::{BuildRun, MemoKeys, PluginSet};
+use crate::plugin::{BuildRun, CallContexts, MemoKeys, PluginSet};
 use crate::report::{Built, Diagnostic};
 use crate::section::Section;
 use crate::skills;
@@ -36,7 +36,7 @@ pub struct Assembler {
     pub(crate) caching: Caching,
     /// Remembered builds, shared: a hit hands out the same one
     /// ([`Assembler::memoised_shared`]) or a copy ([`Assembler::build`]).
-    pub(crate) memo: Lock<BuildMemo<Arc<Built>>>,
+    pub(crate) memo: Lock<BuildMemo<Arc<Remembered>>>,
     /// The last stable part's SHA-256, by its xxh3 (the stable part rarely
     /// changes, and SHA-256 of ~90 KB is the dearest step of a warm build).
     /// Kept unless every cache is off.
@@ -44,6 +44,10 @@ pub struct Assembler {
     /// The last turn's tools, prepared (with what preparing them reported),
     /// by a hash of the turn's tools.
     pub(crate) prepared_tools: LastValue<(Arc<Vec<crate::tools::PromptTool>>, Vec<Diagnostic>)>,
+    /// The last prepared tools' native schemas (what their tokens are
+    /// counted from), with the list they were made from: the same list,
+    /// shared by `prepared_tools`, gives the same text.
+    pub(crate) native_schemas: Lock<Option<(PreparedTools, Arc<str>)>>,
     /// Characters of recent section bodies, by their xxh3-128 (the report's
     /// `chars` is a pass over ~90 KB of its own). Cleared at
     /// [`SECTION_CHARS_LIMIT`] entries; kept unless token counts are off.
@@ -149,6 +153,7 @@ impl Assembler {
             memo: Lock::default(),
             stable_hash: LastValue::default(),
             prepared_tools: LastValue::default(),
+            native_schemas: Lock::default(),
             section_chars: Lock::default(),
             workspace_reads: Lock::default(),
             file_tokenizer,
@@ -246,14 +251,15 @@ impl Assembler {
         let generation = keys.generation;
         let tools_hash = tool_list(turn).map(tools_hash);
         let key = self.build_key(turn, contributed, now, tools_hash)?;
-        if let Some(built) = self.memo.lock().get(key) {
-            return Ok(Answer::Remembered(built.clone()));
+        let hit = self.memo.lock().get(key).cloned();
+        if let Some(remembered) = hit {
+            return Ok(Answer::Remembered(remembered.answer()));
         }
         let plugin_memo = self.caching.plugin_outputs.then_some(keys);
-        let built = self.build_fresh(turn, contributed, now, &|| plugin_memo, Some(generation), tools_hash)?;
-        // Kept as it will be answered again: remembered, no plugin ran.
-        self.memo.lock().put(generation, key, Arc::new(built.remembered()));
-        Ok(Answer::Fresh(built))
+        let built =
+            Arc::new(self.build_fresh(turn, contributed, now, &|| plugin_memo, Some(generation), tools_hash)?);
+        self.memo.lock().put(generation, key, Arc::new(Remembered::new(built.clone())));
+        Ok(Answer::Shared(built))
     }
 
     /// The build of `turn` when the build memo holds it and file events
@@ -277,7 +283,8 @@ impl Assembler {
         }
         let now = turn.now.unwrap_or_else(|| chrono::Utc::now().fixed_offset());
         let key = self.build_key(turn, &[], now, tool_list(turn).map(tools_hash)).ok()?;
-        self.memo.lock().peek(key).cloned()
+        let hit = self.memo.lock().peek(key).cloned();
+        hit.map(|remembered| remembered.answer())
     }
 
     /// `turn`, its tools read when it names a tools file (inside the agent
@@ -375,7 +382,7 @@ impl Assembler {
         let resolved = self.resolve_turn(turn, now)?;
         let read = self.read_workspace(turn, &resolved, generation, tools_hash, plugin_memo, &mut diagnostics)?;
         diagnostics.extend(resolved.notes.iter().cloned());
-        let ctx = self.plugin_context(&resolved, &read);
+        let ctx = self.plugin_context(&resolved, &read).map(|c| CallContexts::new(c, read.plugin_memo.is_some()));
         let mut run = BuildRun::default();
         let files = self.run_bootstrap_hooks(ctx.as_ref(), read.files, &resolved, &mut run, read.plugin_memo)?;
         let inputs = self.core_inputs(&resolved, files, read.skills, read.tools, &mut diagnostics);
@@ -487,21 +494,49 @@ pub(crate) fn tools_hash(tools: &[crate::turn::Tool]) -> u128 {
     h.finish()
 }
 
+/// A build as the build memo keeps it. A hit answers it remembered (no
+/// plugin ran, so each plugin's report says so and took no time): that
+/// copy is made at the first hit, not with every build, since most builds
+/// of a new clock are never asked for again; it then replaces the fresh
+/// build here.
+pub(crate) struct Remembered(Lock<(Arc<Built>, bool)>);
+
+impl Remembered {
+    fn new(fresh: Arc<Built>) -> Remembered {
+        Remembered(Lock::new((fresh, false)))
+    }
+
+    /// The build as a hit answers it.
+    fn answer(&self) -> Arc<Built> {
+        let mut kept = self.0.lock();
+        if !kept.1 {
+            *kept = (Arc::new(kept.0.remembered()), true);
+        }
+        kept.0.clone()
+    }
+}
+
+/// A tool list as prepared for the prompt, shared by the builds of it.
+pub(crate) type PreparedTools = Arc<Vec<crate::tools::PromptTool>>;
+
 /// What a build answered: built now, or the build memo's remembered build.
 /// (Returned once per build and taken apart at once: boxing the fresh one
 /// would only add an allocation.)
 #[allow(clippy::large_enum_variant)]
 enum Answer {
+    /// Built now, nothing else holds it.
     Fresh(Built),
+    /// Built now and kept by the build memo too.
+    Shared(Arc<Built>),
     Remembered(Arc<Built>),
 }
 
 impl Answer {
-    /// The build, owned (a remembered one copied).
+    /// The build, owned (copied when the memo holds it too).
     fn into_owned(self) -> Built {
         match self {
             Answer::Fresh(built) => built,
-            Answer::Remembered(built) => Built::clone(&built),
+            Answer::Shared(built) | Answer::Remembered(built) => Arc::unwrap_or_clone(built),
         }
     }
 
@@ -509,7 +544,7 @@ impl Answer {
     fn into_shared(self) -> Arc<Built> {
         match self {
             Answer::Fresh(built) => Arc::new(built),
-            Answer::Remembered(built) => built,
+            Answer::Shared(built) | Answer::Remembered(built) => built,
         }
     }
 }

@@ -16,7 +16,7 @@ use crate::core_sections::{CoreInputs, StableInputs, TurnInputs};
 use crate::digest::sha256_hex;
 use crate::error::ProemError;
 use crate::mode::{resolve_mode, Mode, SessionKind};
-use crate::plugin::{BuildContext, BuildRun, ContextTool, MemoKeys};
+use crate::plugin::{BuildContext, BuildRun, CallContexts, ContextTool, MemoKeys};
 use crate::report::{Built, Diagnostic, FileDetail, FileReport, PluginReport, SectionReport, TokenReport};
 use crate::section::{Placement, Section, Source, CORE_SOURCE};
 use crate::skills::{self, Skill};
@@ -276,6 +276,23 @@ impl Assembler {
         Ok(Read { files, skills, tools, plugin_memo })
     }
 
+    /// [`native_tool_schemas`] of `tools`, reused while the build gets the
+    /// same prepared list (one per tool list: [`Assembler::prepare_tools`]).
+    fn native_schemas_of(&self, tools: &Arc<Vec<PromptTool>>) -> Arc<str> {
+        if !self.caching.prepared_tools {
+            return native_tool_schemas(tools).into();
+        }
+        let mut last = self.native_schemas.lock();
+        match &*last {
+            Some((list, text)) if Arc::ptr_eq(list, tools) => text.clone(),
+            _ => {
+                let text: Arc<str> = native_tool_schemas(tools).into();
+                *last = Some((tools.clone(), text.clone()));
+                text
+            }
+        }
+    }
+
     /// What the plugins see of this build (`None` without plugins).
     pub(crate) fn plugin_context(&self, resolved: &Resolved, read: &Read) -> Option<BuildContext> {
         if self.plugins.is_empty() {
@@ -317,7 +334,7 @@ impl Assembler {
     /// `[bootstrap.mode_files]`) are kept before and after the hooks.
     pub(crate) fn run_bootstrap_hooks(
         &self,
-        ctx: Option<&BuildContext>,
+        ctx: Option<&CallContexts>,
         mut files: Vec<BootstrapFile>,
         resolved: &Resolved,
         run: &mut BuildRun,
@@ -395,7 +412,7 @@ impl Assembler {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn collect_sections<'c>(
         &self,
-        ctx: Option<&BuildContext>,
+        ctx: Option<&CallContexts>,
         inputs: &CoreInputs,
         contributed: &'c [Section],
         counter: &TokenCounter,
@@ -469,7 +486,7 @@ impl Assembler {
             dynamic: counter.count(&joined.dynamic),
             budget: resolved.budget_tokens,
             tool_schemas: match self.config.tools.native_calling {
-                true => counter.count_kept(&native_tool_schemas(&inputs.stable.tools)),
+                true => counter.count_kept(&self.native_schemas_of(&inputs.stable.tools)),
                 false => 0,
             },
         };

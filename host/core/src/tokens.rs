@@ -108,6 +108,9 @@ pub const RECENT_LIMIT: usize = 256;
 /// Most whole-text counts kept in memory (never saved: a new date line makes
 /// a new prompt every day, and the paragraph counts already cover it).
 const WHOLE_LIMIT: usize = 1_024;
+/// The least time between two saves a build makes for counts of its turn
+/// alone (see [`TokenCounter::save_due`]).
+pub const RECENT_SAVE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Counts tokens, remembering every paragraph it has counted.
 ///
@@ -138,6 +141,10 @@ struct Memo {
     tick: u64,
     /// Entries `counts` or `kept` gained since the last load or save.
     unsaved: usize,
+    /// Entries `kept` gained since the last save.
+    unsaved_kept: usize,
+    /// When this counter last wrote its file.
+    saved_at: Option<std::time::Instant>,
     /// Whether lookups may use the memo (benchmarks turn it off).
     enabled: bool,
     encoded_bytes: u64,
@@ -345,6 +352,19 @@ impl TokenCounter {
         self.memo.lock().unsaved > 0
     }
 
+    /// Whether a build ending at `now` saves: when it added counts every
+    /// turn shares (kept ones, see [`TokenCounter::count_kept`]), or added
+    /// others and this counter has not written its file in the last
+    /// [`RECENT_SAVE_INTERVAL`]. A process's first save is never put off,
+    /// so a one-shot `proem build` leaves its turn's counts for the next;
+    /// a long-lived caller building a new turn every millisecond writes
+    /// the file at most once a second, not once a build.
+    pub fn save_due(&self, now: std::time::Instant) -> bool {
+        let memo = self.memo.lock();
+        let quiet = |at: std::time::Instant| now.saturating_duration_since(at) >= RECENT_SAVE_INTERVAL;
+        memo.unsaved_kept > 0 || (memo.unsaved > 0 && memo.saved_at.is_none_or(quiet))
+    }
+
     /// Writes the kept counts (see [`TokenCounter::count_kept`]; the
     /// [`SAVED_LIMIT`] most recently used, newest first, ties by key), then
     /// the [`RECENT_LIMIT`] most recently used others, into the cache
@@ -353,12 +373,19 @@ impl TokenCounter {
     /// loaded does not write them again (their new order is saved with the
     /// next new count).
     pub fn save(&self, dir: &CacheDir) -> std::io::Result<bool> {
+        self.save_at(dir, std::time::Instant::now())
+    }
+
+    /// [`TokenCounter::save`], the time being `now`.
+    fn save_at(&self, dir: &CacheDir, now: std::time::Instant) -> std::io::Result<bool> {
         let bytes = {
             let mut memo = self.memo.lock();
             if memo.unsaved == 0 {
                 return Ok(false);
             }
             memo.unsaved = 0;
+            memo.unsaved_kept = 0;
+            memo.saved_at = Some(now);
             let count = |(k, kept): (u128, Kept)| (k, kept.count);
             let kept: Vec<(u128, u32)> = memo.newest_kept().into_iter().map(count).collect();
             let recent: Vec<(u128, u32)> = memo.newest_recent().into_iter().map(count).collect();
@@ -382,6 +409,7 @@ impl Memo {
         let used = self.tick;
         if self.kept.insert(key, Kept { count, used }).is_none() {
             self.unsaved += 1;
+            self.unsaved_kept += 1;
             if self.kept.len() > 2 * SAVED_LIMIT {
                 self.prune_kept();
             }
@@ -788,10 +816,13 @@ pub fn save_token_counts() {
     }
 }
 
-/// What a build does with the counts it added, as it ends: saves them,
-/// unless [`save_token_counts_after_builds`] turned that off.
+/// What a build does with the counts it added, as it ends: saves them
+/// when [`TokenCounter::save_due`], unless
+/// [`save_token_counts_after_builds`] turned saving off.
 pub fn after_build(counter: &TokenCounter) {
-    if SAVE_COUNTS_AFTER_BUILDS.load(std::sync::atomic::Ordering::Relaxed) {
+    if SAVE_COUNTS_AFTER_BUILDS.load(std::sync::atomic::Ordering::Relaxed)
+        && counter.save_due(std::time::Instant::now())
+    {
         save_counts(counter);
     }
 }
@@ -1190,6 +1221,58 @@ mod tests {
                     proptest::prop_assert!(saved.iter().all(|e| e.0 != key), "a turn's count took a kept place");
                     let last = t + RECENT_LIMIT >= turns;
                     proptest::prop_assert_eq!(recent.iter().any(|e| e.0 == key), last, "turn {} of {}", t, turns);
+                }
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+        /// Builds in one long-lived process, each counting a new kept text,
+        /// a new turn's text or nothing new, at random times, saving when
+        /// [`TokenCounter::save_due`]: a kept count is on disk as its build
+        /// ends (a new process reads it without encoding); a build that
+        /// added only its turn's counts writes at most once a
+        /// [`RECENT_SAVE_INTERVAL`], and no later than the first build past
+        /// it; the first build that counted anything saves.
+        #[test]
+        fn builds_save_kept_counts_at_once_and_turn_counts_at_most_once_a_second(
+            builds in proptest::collection::vec((0u8..3, 0u64..1_500), 1..40),
+        ) {
+            let folder = tempfile::tempdir().unwrap();
+            let dir = CacheDir::open(folder.path()).unwrap();
+            let counter = TokenCounter::new(Tokenizer::O200kBase);
+            let mut at = std::time::Instant::now();
+            let (mut last_save, mut waiting) = (None::<std::time::Instant>, false);
+            for (i, &(kind, after_ms)) in builds.iter().enumerate() {
+                at += std::time::Duration::from_millis(after_ms);
+                let kept = format!("file paragraph {i}\n\n");
+                match kind {
+                    0 => {
+                        counter.count_kept(&kept);
+                    }
+                    1 => {
+                        counter.count(&format!("Today is turn {i}.\n\n"));
+                        waiting = true;
+                    }
+                    _ => {}
+                }
+                let wrote = counter.save_due(at) && counter.save_at(&dir, at).unwrap();
+                let quiet = last_save.is_none_or(|t| at - t >= RECENT_SAVE_INTERVAL);
+                if kind == 0 {
+                    proptest::prop_assert!(wrote, "build {}: a kept count was not saved", i);
+                    let fresh = TokenCounter::new(Tokenizer::O200kBase);
+                    fresh.load(&dir);
+                    fresh.count(&kept);
+                    proptest::prop_assert_eq!(fresh.encoded_bytes(), 0, "build {}: read from the file", i);
+                } else {
+                    let since = last_save.map(|t| at - t);
+                    proptest::prop_assert_eq!(wrote, waiting && quiet, "build {}: {:?} after the last save", i, since);
+                }
+                if wrote {
+                    last_save = Some(at);
+                    waiting = false;
                 }
             }
         }

@@ -10,7 +10,10 @@
 //! `make DIR` writes the workspace to DIR and the same without plugins to
 //! DIR-bare. `builds DIR CASE N` times N builds after 100 warm-up ones and
 //! prints p50/p99 of wall time and the process's CPU time (user+sys, every
-//! thread, from getrusage) per build. CASE is one of `new-day` (the date
+//! thread, from getrusage) per build, through `Assembler::build_shared`
+//! (what `proem serve` and the Python and Node packages call; `owned` as a
+//! fifth argument calls `Assembler::build`, which copies a build the memo
+//! keeps). CASE is one of `new-day` (the date
 //! changes every build, so the build memo misses: the "new clock" figure),
 //! `new-second` (same day, a new second: a memo hit when no hook sees the
 //! clock), `same` (the same turn), `re-read` (build memo off: every file
@@ -30,9 +33,14 @@ fn main() {
     std::env::set_var("PROEM_CACHE_DIR", &cache);
     match args.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
         ["make", dir] => make_workspace(Path::new(dir)),
-        ["builds", dir, case, n] => builds(Path::new(dir), case, n.parse().expect("N: a count of builds")),
+        ["builds", dir, case, n] => builds(Path::new(dir), case, n.parse().expect("N: a count of builds"), "shared"),
+        ["builds", dir, case, n, api @ ("shared" | "owned")] => {
+            builds(Path::new(dir), case, n.parse().expect("N: a count of builds"), api)
+        }
         _ => {
-            eprintln!("usage: round3 make DIR | round3 builds DIR new-day|new-second|same|re-read|all-off N");
+            eprintln!(
+                "usage: round3 make DIR | round3 builds DIR new-day|new-second|same|re-read|all-off N [shared|owned]"
+            );
             std::process::exit(2);
         }
     }
@@ -118,7 +126,7 @@ fn reference_turn(dir: &Path) -> Turn {
     }
 }
 
-fn builds(dir: &Path, case: &str, n: usize) {
+fn builds(dir: &Path, case: &str, n: usize, api: &str) {
     let caching = match case {
         "new-day" | "new-second" | "same" => Caching::default(),
         "re-read" => Caching { builds: false, ..Caching::default() },
@@ -134,23 +142,27 @@ fn builds(dir: &Path, case: &str, n: usize) {
         "new-second" => chrono::Duration::seconds((i % 3600) as i64),
         _ => chrono::Duration::zero(),
     };
+    let build = |turn: &Turn| match api {
+        "owned" => drop(std::hint::black_box(assembler.build(turn).expect("a build"))),
+        _ => drop(std::hint::black_box(assembler.build_shared(turn).expect("a build"))),
+    };
     for i in 0..100 {
         turn.now = Some(start + step(i));
-        std::hint::black_box(assembler.build(&turn).expect("a build"));
+        build(&turn);
     }
     let cpu_before = cpu_time();
     let mut wall = Vec::with_capacity(n);
     for i in 0..n {
         turn.now = Some(start + step(100 + i));
         let begin = Instant::now();
-        std::hint::black_box(assembler.build(&turn).expect("a build"));
+        build(&turn);
         wall.push(begin.elapsed());
     }
     let cpu = (cpu_time() - cpu_before) / n as u32;
     wall.sort();
     let at = |q: f64| wall[((wall.len() - 1) as f64 * q).round() as usize];
     println!(
-        "{} {case} x{n}: wall p50 {:.1} µs, p99 {:.1} µs; CPU (user+sys, all threads) {:.1} µs per build; memo hits {}",
+        "{} {case} x{n} ({api}): wall p50 {:.1} µs, p99 {:.1} µs; CPU (user+sys, all threads) {:.1} µs per build; memo hits {}",
         dir.display(),
         micros(at(0.5)),
         micros(at(0.99)),

@@ -33,4 +33,4 @@ pub mod set;
 
 pub use hooks::{BuildContext, ContextTool, Hook, PluginInfo};
 pub use sandbox::{Grants, GRANT_NAMES};
-pub use set::{BuildRun, LoadedPlugin, MemoKeys, PluginSet};
+pub use set::{BuildRun, CallContexts, LoadedPlugin, MemoKeys, PluginSet};

@@ -442,14 +442,13 @@ impl PluginSet {
     /// on every file and the turn for the per-turn files it returns.
     pub fn run_bootstrap(
         &self,
-        ctx: &BuildContext,
+        contexts: &CallContexts,
         mut files: Vec<BootstrapFile>,
         now: Duration,
         tokenizer: Tokenizer,
         run: &mut BuildRun,
         memo: Option<MemoKeys>,
     ) -> Result<Vec<BootstrapFile>, ProemError> {
-        let contexts = Contexts::of(ctx, memo.is_some());
         for plugin in &self.plugins {
             let Ok(ready) = &plugin.state else { continue };
             if !ready.info.bootstrap {
@@ -457,7 +456,7 @@ impl PluginSet {
             }
             let (stable, per_turn): (Vec<BootstrapFile>, Vec<BootstrapFile>) =
                 files.into_iter().partition(|f| group_of(&f.name) != FileGroup::Dynamic);
-            let half = BootstrapHalf { plugin, ready, contexts: &contexts, tokenizer, memo };
+            let half = BootstrapHalf { plugin, ready, contexts, tokenizer, memo };
             let stable_out = self.run_bootstrap_half(&half, &stable, Sees::Stable, run)?;
             let per_turn_out = if ready.splits_zones() {
                 None
@@ -538,7 +537,7 @@ impl PluginSet {
     #[allow(clippy::too_many_arguments)]
     pub fn run_sections(
         &self,
-        ctx: &BuildContext,
+        contexts: &CallContexts,
         files: &[BootstrapFile],
         now: Duration,
         tokenizer: Tokenizer,
@@ -555,7 +554,6 @@ impl PluginSet {
         // The calls to make, and (slot in outcomes, keys) of each.
         let mut jobs_to_run: Vec<Job> = Vec::new();
         let mut pending: Vec<(usize, Option<CallKeys>)> = Vec::new();
-        let contexts = Contexts::of(ctx, memo.is_some());
         // The files' part of every call key, hashed once per build, not per plugin.
         let files_hashes = memo.map(|_| {
             (bootstrap::files_hash(stable_files.iter().copied()), bootstrap::files_hash(turn_files.iter().copied()))
@@ -1023,34 +1021,40 @@ fn files_of_half(files: Vec<RawFile>, sees: Sees, splits_zones: bool) -> Result<
 struct BootstrapHalf<'a> {
     plugin: &'a LoadedPlugin,
     ready: &'a Ready,
-    contexts: &'a Contexts<'a>,
+    contexts: &'a CallContexts,
     tokenizer: Tokenizer,
     memo: Option<MemoKeys>,
 }
 
 /// The build context as each kind of call sees it, and (when the memo is
 /// on) their hashes, made once per build.
-struct Contexts<'c> {
-    turn: &'c BuildContext,
+/// What a build's hook calls see: the turn's context, its stable half
+/// (every per-turn input blank) and, when answers are memoised, their
+/// hashes; made once per build for its bootstrap and section hooks.
+#[derive(Debug)]
+pub struct CallContexts {
+    turn: BuildContext,
     stable: BuildContext,
     /// ([`context_hash`], [`stable_context_hash`]).
     hashes: Option<(u128, u128)>,
 }
 
-impl<'c> Contexts<'c> {
-    fn of(turn: &'c BuildContext, memo: bool) -> Contexts<'c> {
+impl CallContexts {
+    /// The contexts of `turn`, hashed when `memo` (plugin answers are
+    /// memoised in this build).
+    pub fn new(turn: BuildContext, memo: bool) -> CallContexts {
         let hashes = memo.then(|| {
-            let stable = stable_context_hash(turn);
-            (context_hash(turn, stable), stable)
+            let stable = stable_context_hash(&turn);
+            (context_hash(&turn, stable), stable)
         });
-        Contexts { turn, stable: blank_turn(turn), hashes }
+        CallContexts { stable: blank_turn(&turn), turn, hashes }
     }
 
     /// The context a call seeing `sees` gets.
     fn context(&self, sees: Sees) -> &BuildContext {
         match sees {
             Sees::Stable => &self.stable,
-            Sees::Turn(_) => self.turn,
+            Sees::Turn(_) => &self.turn,
         }
     }
 
