@@ -548,7 +548,28 @@ fn change_one_field(turn: &mut Turn, field: u8, pick: usize) {
         values[pick % values.len()].clone()
     }
     let some = |s: &str| Some(s.to_string());
-    match field % 15 {
+    // Every field of a turn and of a tool has its case below: naming them
+    // all here makes a new field a compile error until it has one.
+    let Turn {
+        mode: _,             // 0
+        session_key: _,      // 1
+        heartbeat: _,        // 2
+        replies_optional: _, // 3
+        owners: _,           // 4
+        tools: _,            // 5 (which), 6 and 15 (their fields)
+        channel: _,          // 7
+        chat_kind: _,        // 8
+        group_title: _,      // 8
+        extra: _,            // 9
+        model: _,            // 10
+        thinking: _,         // 11
+        now: _,              // 12
+        timezone: _,         // 13
+        budget: _,           // 14
+        provider: _,         // 16
+    } = turn;
+    let _: fn(&proem::Tool) = |proem::Tool { name: _, description: _, parameters: _, server: _ }| {};
+    match field % 17 {
         0 => {
             turn.mode = one(&[None, Some("full"), Some("minimal"), Some("task"), Some("none")], pick)
                 .map(|m| m.parse().unwrap())
@@ -611,6 +632,17 @@ fn change_one_field(turn: &mut Turn, field: u8, pick: usize) {
             turn.timezone =
                 one(&[None, some("UTC"), some("Europe/Berlin"), some("America/New_York"), some("Asia/Kolkata")], pick)
         }
+        16 => turn.provider = one(&[None, some("openai"), some("anthropic"), some("google")], pick),
+        15 => {
+            // The same tools from another MCP server, or none (names unchanged).
+            let listed = match turn.tools.as_mut() {
+                Some(proem::Tools::List(list)) => list.as_mut_slice(),
+                _ => &mut [],
+            };
+            for (i, t) in listed.iter_mut().enumerate() {
+                t.server = one(&[None, some("github"), some("other")], (pick >> i) % 3);
+            }
+        }
         _ => turn.budget = one(&[None, Some(1500), Some(2500), Some(4000), Some(9000)], pick),
     }
 }
@@ -623,7 +655,7 @@ proptest::proptest! {
     /// report included, equals one with every cache off.
     #[test]
     fn turns_that_change_any_field_build_what_an_uncached_build_builds(
-        changes in proptest::collection::vec((0u8..15, 0usize..1 << 20), 1..12),
+        changes in proptest::collection::vec((0u8..17, 0usize..1 << 20), 1..12),
     ) {
         let agent = Agent::with_plugins(&(builtin("hardware-access", "") + &builtin("gpt5-overlay", "")));
         agent.file("MEMORY.md", &"- a remembered line of memory\n".repeat(60));

@@ -331,8 +331,28 @@ impl Assembler {
         now: chrono::DateTime<chrono::FixedOffset>,
         tools_hash: Option<u128>,
     ) -> Result<u128, ProemError> {
+        // Every field is named: a field added to `Turn` does not compile
+        // until it is in the key (`now` is the clock given, `tools` their hash).
+        let Turn {
+            mode,
+            session_key,
+            heartbeat,
+            replies_optional,
+            thinking,
+            provider,
+            model,
+            channel,
+            chat_kind,
+            group_title,
+            extra,
+            owners,
+            tools: _,
+            now: _,
+            timezone,
+            budget,
+        } = turn;
         let mut h = KeyHasher::default();
-        let local = Zone::parse(turn.timezone.as_deref().unwrap_or("UTC"))?.local(now)?.time;
+        let local = Zone::parse(timezone.as_deref().unwrap_or("UTC"))?.local(now)?.time;
         if !self.plugins.sees_the_clock() {
             // Without a hook that sees the clock only the date in the turn's
             // time zone is shown: a new clock on the same day is a memo hit.
@@ -340,16 +360,16 @@ impl Assembler {
         } else {
             h.str(&local.to_rfc3339());
         }
-        h.opt(turn.mode.map(|m| m.as_str())).opt(turn.session_key.as_deref()).opt(turn.provider.as_deref());
-        h.num(u64::from(turn.heartbeat)).num(u64::from(turn.replies_optional)).opt(turn.thinking.as_deref());
-        h.opt(turn.model.as_deref()).opt(turn.channel.as_deref()).num(match turn.chat_kind {
+        h.opt(mode.map(|m| m.as_str())).opt(session_key.as_deref()).opt(provider.as_deref());
+        h.num(u64::from(*heartbeat)).num(u64::from(*replies_optional)).opt(thinking.as_deref());
+        h.opt(model.as_deref()).opt(channel.as_deref()).num(match chat_kind {
             None => 0,
             Some(ChatKind::Direct) => 1,
             Some(ChatKind::Group) => 2,
         });
-        h.opt(turn.group_title.as_deref()).opt(turn.extra.as_deref()).opt(turn.timezone.as_deref());
-        h.num(u64::from(turn.budget.is_some())).num(turn.budget.unwrap_or(0) as u64).num(turn.owners.len() as u64);
-        for o in &turn.owners {
+        h.opt(group_title.as_deref()).opt(extra.as_deref()).opt(timezone.as_deref());
+        h.num(u64::from(budget.is_some())).num(budget.unwrap_or(0) as u64).num(owners.len() as u64);
+        for o in owners {
             h.str(o);
         }
         match tools_hash {
@@ -480,16 +500,18 @@ pub(crate) fn tool_list(turn: &Turn) -> Option<&[Tool]> {
 
 /// A hash of every field of a tool list, so two lists hash alike only when
 /// they are the same (once per build: the build memo's key and the
-/// prepared tools' memo share it).
+/// prepared tools' memo share it). Every field is named: a field added to
+/// [`Tool`] does not compile until it is hashed here.
 pub(crate) fn tools_hash(tools: &[crate::turn::Tool]) -> u128 {
     let mut h = KeyHasher::default();
     h.num(tools.len() as u64);
-    for t in tools {
-        h.str(&t.name).str(&t.description);
-        match &t.parameters {
+    for Tool { name, description, parameters, server } in tools {
+        h.str(name).str(description);
+        match parameters {
             Some(p) => h.json(p),
             None => h.num(u64::MAX),
         };
+        h.opt(server.as_deref());
     }
     h.finish()
 }
@@ -545,6 +567,48 @@ impl Answer {
         match self {
             Answer::Fresh(built) => Arc::new(built),
             Answer::Shared(built) | Answer::Remembered(built) => built,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A tool whose every field is drawn from a few values, so that two
+    /// drawn lists are often equal and often differ in one field alone.
+    fn a_tool() -> impl Strategy<Value = Tool> {
+        let parameters = prop::sample::select(vec![
+            None,
+            Some(serde_json::json!({})),
+            Some(serde_json::json!({"type": "object"})),
+            Some(serde_json::json!({"type": "object", "properties": {"n": {"type": "integer"}}})),
+        ]);
+        (
+            prop::sample::select(vec!["exec", "read", "mcp__gh__issues"]),
+            prop::sample::select(vec!["", "Runs it.", "Runs it!"]),
+            parameters,
+            prop::option::of(prop::sample::select(vec!["gh", "srv", ""])),
+        )
+            .prop_map(|(name, description, parameters, server)| Tool {
+                name: name.into(),
+                description: description.into(),
+                parameters,
+                server: server.map(String::from),
+            })
+    }
+
+    proptest! {
+        /// Two tool lists hash alike exactly when they are equal: no field
+        /// of a tool is left out of the build memo's key (a list that
+        /// differed in `server` alone was answered with the other's prompt).
+        #[test]
+        fn tool_lists_hash_alike_only_when_equal(
+            a in prop::collection::vec(a_tool(), 0..3),
+            b in prop::collection::vec(a_tool(), 0..3),
+        ) {
+            prop_assert_eq!(tools_hash(&a) == tools_hash(&b), a == b, "{:?} vs {:?}", a, b);
         }
     }
 }

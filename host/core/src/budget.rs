@@ -237,7 +237,7 @@ fn stable_part(
 pub fn count_ahead(inputs: &CoreInputs, counter: &TokenCounter) -> CoreRender {
     let mut render = core_sections::render(inputs, &Knobs::untouched(inputs));
     // What every turn shares is kept for the next process (see
-    // `TokenCounter::count_kept`); a turn's own sections are not.
+    // `TokenCounter::count_kept`); a session's or a turn's sections are not.
     for file in render.files.iter() {
         counter.count_kept(&file.text);
     }
@@ -253,11 +253,14 @@ pub fn count_ahead(inputs: &CoreInputs, counter: &TokenCounter) -> CoreRender {
 }
 
 /// Tokens of `section`'s body and its xxh3-128; kept for the next process
-/// (`TokenCounter::count_kept`) unless the section is a turn's own.
+/// (`TokenCounter::count_kept`) when the section is above the boundary.
+/// A session's sections (channel, group title, model) are as many as an
+/// agent's chats: kept, they would push the agent's shared counts out of
+/// the file, so they are saved among the recent ones, as a turn's are.
 pub fn count_section(section: &Section, counter: &TokenCounter) -> (usize, u128) {
     match section.tier() {
-        Tier::Turn => counter.count_hashed(&section.body),
-        Tier::Stable | Tier::Session => counter.count_kept_hashed(&section.body),
+        Tier::Turn | Tier::Session => counter.count_hashed(&section.body),
+        Tier::Stable => counter.count_kept_hashed(&section.body),
     }
 }
 

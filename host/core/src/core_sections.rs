@@ -235,8 +235,8 @@ fn injected_key(inputs: &StableInputs, file_caps: &BTreeMap<String, usize>) -> u
 fn skills_key(inputs: &StableInputs, knobs: &Knobs) -> u128 {
     let mut h = KeyHasher::default();
     h.str(inputs.mode.as_str()).num(inputs.skills.len() as u64);
-    for s in inputs.skills.iter() {
-        h.str(&s.name).str(&s.description).str(&s.location).num(s.precedence as u64);
+    for crate::skills::Skill { name, description, location, precedence } in inputs.skills.iter() {
+        h.str(name).str(description).str(location).num(*precedence as u64);
     }
     h.num(inputs.config.skills.pinned.len() as u64);
     for p in &inputs.config.skills.pinned {
@@ -276,8 +276,8 @@ fn stable_key(inputs: &StableInputs, knobs: &Knobs, injected: u128, config_key: 
     h.num128(skills);
     h.str(mode.as_str()).str(&format!("{session:?}")).str(agent_id).str(agent_name).str(&format!("{kind:?}"));
     h.num(tools.len() as u64);
-    for t in tools.iter() {
-        h.str(&t.name).opt(t.server.as_deref()).str(&t.summary).str(&t.schema).num(u64::from(t.schema_is_json));
+    for PromptTool { name, server, summary, schema, schema_is_json } in tools.iter() {
+        h.str(name).opt(server.as_deref()).str(summary).str(schema).num(u64::from(*schema_is_json));
     }
     h.str(workspace_path).num(owners.len() as u64);
     for o in owners {

@@ -531,9 +531,21 @@ impl KeyHasher {
         }
     }
 
+    /// [`KeyHasher::write`] of a fixed-size piece (a number, a length):
+    /// the same bytes, copied without a call to `memcpy`.
+    #[inline(always)]
+    fn write_fixed<const N: usize>(&mut self, b: [u8; N]) {
+        if self.len + N > KEY_BUFFER {
+            self.state.update(&self.buf[..self.len]);
+            self.len = 0;
+        }
+        self.buf[self.len..self.len + N].copy_from_slice(&b);
+        self.len += N;
+    }
+
     /// Adds a length-prefixed byte string.
     pub fn bytes(&mut self, b: &[u8]) -> &mut Self {
-        self.write(&(b.len() as u64).to_le_bytes());
+        self.write_fixed((b.len() as u64).to_le_bytes());
         self.write(b);
         self
     }
@@ -553,14 +565,14 @@ impl KeyHasher {
 
     /// Adds a number.
     pub fn num(&mut self, n: u64) -> &mut Self {
-        self.write(&n.to_le_bytes());
+        self.write_fixed(n.to_le_bytes());
         self
     }
 
     /// Adds a 128-bit number (another key, say): the same bytes as its low
     /// and then its high half through [`KeyHasher::num`].
     pub fn num128(&mut self, n: u128) -> &mut Self {
-        self.write(&n.to_le_bytes());
+        self.write_fixed(n.to_le_bytes());
         self
     }
 

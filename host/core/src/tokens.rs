@@ -108,9 +108,9 @@ pub const RECENT_LIMIT: usize = 256;
 /// Most whole-text counts kept in memory (never saved: a new date line makes
 /// a new prompt every day, and the paragraph counts already cover it).
 const WHOLE_LIMIT: usize = 1_024;
-/// The least time between two saves a build makes for counts of its turn
-/// alone (see [`TokenCounter::save_due`]).
-pub const RECENT_SAVE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
+/// The least time between two saves builds make (see
+/// [`TokenCounter::save_due`]).
+pub const SAVE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Counts tokens, remembering every paragraph it has counted.
 ///
@@ -141,8 +141,6 @@ struct Memo {
     tick: u64,
     /// Entries `counts` or `kept` gained since the last load or save.
     unsaved: usize,
-    /// Entries `kept` gained since the last save.
-    unsaved_kept: usize,
     /// When this counter last wrote its file.
     saved_at: Option<std::time::Instant>,
     /// Whether lookups may use the memo (benchmarks turn it off).
@@ -193,7 +191,7 @@ impl TokenCounter {
 
     /// [`TokenCounter::count`], keeping the counts of `text`'s pieces for
     /// [`TokenCounter::save`]: for texts every turn of an agent shares (its
-    /// files, the sections above a turn's, the stable part), which a new
+    /// files, the stable sections, the stable part), which a new
     /// process counts again. Texts of one turn (the date, an extra prompt,
     /// a plugin's `count-tokens`) are counted with [`TokenCounter::count`]
     /// and never reach the disk, so the file does not grow with turns.
@@ -352,17 +350,19 @@ impl TokenCounter {
         self.memo.lock().unsaved > 0
     }
 
-    /// Whether a build ending at `now` saves: when it added counts every
-    /// turn shares (kept ones, see [`TokenCounter::count_kept`]), or added
-    /// others and this counter has not written its file in the last
-    /// [`RECENT_SAVE_INTERVAL`]. A process's first save is never put off,
-    /// so a one-shot `proem build` leaves its turn's counts for the next;
-    /// a long-lived caller building a new turn every millisecond writes
-    /// the file at most once a second, not once a build.
+    /// Whether a build ending at `now` saves: when it added counts and
+    /// this counter has not written its file in the last
+    /// [`SAVE_INTERVAL`]. A process's first save is never put off, so a
+    /// one-shot `proem build` leaves its counts for the next; a long-lived
+    /// caller writes the file at most once a second however many builds
+    /// it makes and whatever they change (a new clock, a new chat, a new
+    /// stable part each build), so its disk writes never grow with builds.
+    /// What a long-lived caller counted in its last second is not saved
+    /// unless it builds again or calls [`save_token_counts`].
     pub fn save_due(&self, now: std::time::Instant) -> bool {
         let memo = self.memo.lock();
-        let quiet = |at: std::time::Instant| now.saturating_duration_since(at) >= RECENT_SAVE_INTERVAL;
-        memo.unsaved_kept > 0 || (memo.unsaved > 0 && memo.saved_at.is_none_or(quiet))
+        let quiet = |at: std::time::Instant| now.saturating_duration_since(at) >= SAVE_INTERVAL;
+        memo.unsaved > 0 && memo.saved_at.is_none_or(quiet)
     }
 
     /// Writes the kept counts (see [`TokenCounter::count_kept`]; the
@@ -384,7 +384,6 @@ impl TokenCounter {
                 return Ok(false);
             }
             memo.unsaved = 0;
-            memo.unsaved_kept = 0;
             memo.saved_at = Some(now);
             let count = |(k, kept): (u128, Kept)| (k, kept.count);
             let kept: Vec<(u128, u32)> = memo.newest_kept().into_iter().map(count).collect();
@@ -409,7 +408,6 @@ impl Memo {
         let used = self.tick;
         if self.kept.insert(key, Kept { count, used }).is_none() {
             self.unsaved += 1;
-            self.unsaved_kept += 1;
             if self.kept.len() > 2 * SAVED_LIMIT {
                 self.prune_kept();
             }
@@ -1231,48 +1229,47 @@ mod tests {
 
         /// Builds in one long-lived process, each counting a new kept text,
         /// a new turn's text or nothing new, at random times, saving when
-        /// [`TokenCounter::save_due`]: a kept count is on disk as its build
-        /// ends (a new process reads it without encoding); a build that
-        /// added only its turn's counts writes at most once a
-        /// [`RECENT_SAVE_INTERVAL`], and no later than the first build past
-        /// it; the first build that counted anything saves.
+        /// [`TokenCounter::save_due`]: a build that counted something saves
+        /// when the last save is [`SAVE_INTERVAL`] old or there was none,
+        /// never more often, and so writes at most once a second whatever
+        /// it counts; what a save wrote is read by a new process without
+        /// encoding.
         #[test]
-        fn builds_save_kept_counts_at_once_and_turn_counts_at_most_once_a_second(
+        fn builds_save_at_most_once_a_second_and_the_first_at_once(
             builds in proptest::collection::vec((0u8..3, 0u64..1_500), 1..40),
         ) {
             let folder = tempfile::tempdir().unwrap();
             let dir = CacheDir::open(folder.path()).unwrap();
             let counter = TokenCounter::new(Tokenizer::O200kBase);
             let mut at = std::time::Instant::now();
-            let (mut last_save, mut waiting) = (None::<std::time::Instant>, false);
+            let (mut last_save, mut waiting) = (None::<std::time::Instant>, Vec::new());
             for (i, &(kind, after_ms)) in builds.iter().enumerate() {
                 at += std::time::Duration::from_millis(after_ms);
-                let kept = format!("file paragraph {i}\n\n");
                 match kind {
                     0 => {
-                        counter.count_kept(&kept);
+                        let text = format!("file paragraph {i}\n\n");
+                        counter.count_kept(&text);
+                        waiting.push(text);
                     }
                     1 => {
-                        counter.count(&format!("Today is turn {i}.\n\n"));
-                        waiting = true;
+                        let text = format!("Today is turn {i}.\n\n");
+                        counter.count(&text);
+                        waiting.push(text);
                     }
                     _ => {}
                 }
                 let wrote = counter.save_due(at) && counter.save_at(&dir, at).unwrap();
-                let quiet = last_save.is_none_or(|t| at - t >= RECENT_SAVE_INTERVAL);
-                if kind == 0 {
-                    proptest::prop_assert!(wrote, "build {}: a kept count was not saved", i);
+                let quiet = last_save.is_none_or(|t| at - t >= SAVE_INTERVAL);
+                let since = last_save.map(|t| at - t);
+                proptest::prop_assert_eq!(wrote, !waiting.is_empty() && quiet, "build {}: {:?} after the last save", i, since);
+                if wrote {
                     let fresh = TokenCounter::new(Tokenizer::O200kBase);
                     fresh.load(&dir);
-                    fresh.count(&kept);
+                    for text in waiting.drain(..) {
+                        fresh.count(&text);
+                    }
                     proptest::prop_assert_eq!(fresh.encoded_bytes(), 0, "build {}: read from the file", i);
-                } else {
-                    let since = last_save.map(|t| at - t);
-                    proptest::prop_assert_eq!(wrote, waiting && quiet, "build {}: {:?} after the last save", i, since);
-                }
-                if wrote {
                     last_save = Some(at);
-                    waiting = false;
                 }
             }
         }

@@ -19,7 +19,7 @@ use crate::plugin::binary::Wasm;
 pub use crate::plugin::binary::MAX_PLUGIN_BYTES;
 use crate::plugin::call::{CallLimits, Outcome, PluginError, Request, Response};
 use crate::plugin::config_schema::Schema;
-use crate::plugin::hooks::{self, BuildContext, Hook, OutputCaps, PluginInfo, RawFile};
+use crate::plugin::hooks::{self, BuildContext, ContextTool, Hook, OutputCaps, PluginInfo, RawFile};
 use crate::plugin::runtime::{LinkResult, Linked, PendingCall, Runtime};
 use crate::plugin::sandbox::{Grants, LogLine, Sandbox, View};
 use crate::report::{Diagnostic, PluginReport, PluginStatus};
@@ -1105,10 +1105,31 @@ fn call_key(plugin: &LoadedPlugin, hook: &str, context: u128, files: Option<u128
 /// plugin): hashed once per build, not once per call. `stable` is the
 /// context's [`stable_context_hash`], which it extends with the turn.
 fn context_hash(c: &BuildContext, stable: u128) -> u128 {
+    // Every field is named: a field added to `BuildContext` does not
+    // compile until it is in one of the two hashes (or said to be out).
+    let BuildContext {
+        agent_id: _,
+        mode: _,
+        provider: _,
+        model: _,
+        tools: _,
+        skills: _,
+        budget_tokens: _,
+        tokenizer: _,   // all in `stable`
+        config_json: _, // each plugin's own, in `call_key`
+        unix_seconds: _,
+        utc_offset_seconds: _, // both made from `now`, which says them
+        channel,
+        chat_kind,
+        now,
+        timezone,
+        group_title,
+        extra,
+    } = c;
     let mut h = KeyHasher::default();
     h.num128(stable);
-    h.opt(c.channel.as_deref()).opt(c.chat_kind.map(|k| k.as_str())).str(&c.now).str(&c.timezone);
-    h.opt(c.group_title.as_deref()).opt(c.extra.as_deref());
+    h.opt(channel.as_deref()).opt(chat_kind.map(|k| k.as_str())).str(now).str(timezone);
+    h.opt(group_title.as_deref()).opt(extra.as_deref());
     h.finish()
 }
 
@@ -1120,12 +1141,13 @@ fn stable_context_hash(c: &BuildContext) -> u128 {
     h.str(&c.agent_id).str(c.mode.as_str()).opt(c.provider.as_deref()).opt(c.model.as_deref());
     h.num(u64::from(c.budget_tokens)).str(&c.tokenizer);
     h.num(c.tools.len() as u64);
-    for t in &c.tools {
-        h.str(&t.name).str(&t.description).opt(t.parameters_json.as_deref());
+    for ContextTool { name, description, parameters_json } in &c.tools {
+        h.str(name).str(description).opt(parameters_json.as_deref());
     }
     h.num(c.skills.len() as u64);
-    for s in c.skills.iter() {
-        h.str(&s.name).str(&s.description).str(&s.location);
+    // `precedence` decides which skill a name is, never shown to a plugin.
+    for crate::skills::Skill { name, description, location, precedence: _ } in c.skills.iter() {
+        h.str(name).str(description).str(location);
     }
     h.finish()
 }
