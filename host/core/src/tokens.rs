@@ -79,16 +79,29 @@ impl Tokenizer {
         }
     }
 
-    /// Tokens of one piece of text (at most [`WORD_RUN_LIMIT`] bytes of a
-    /// run), `None` when the tokenizer failed on it.
+    /// The exact count this tokenizer's counts are made of, of one piece of
+    /// text (at most [`WORD_RUN_LIMIT`] bytes of a run), `None` when the
+    /// tokenizer failed on it: for the Claude estimate, cl100k_base's
+    /// (scaled by [`Tokenizer::scale`]).
     fn count_piece(self, piece: &str) -> Option<usize> {
         match self {
-            Tokenizer::O200kBase | Tokenizer::Cl100kBase => self.encoder().map(|e| e.count(piece)),
-            Tokenizer::ClaudeEstimate => {
-                let n = Encoder::cl100k().count(piece);
-                Some(n.saturating_mul(CLAUDE_ESTIMATE_PER_MILLE).div_ceil(1000))
+            Tokenizer::O200kBase | Tokenizer::Cl100kBase | Tokenizer::ClaudeEstimate => {
+                self.encoder().map(|e| e.count(piece))
             }
             Tokenizer::HuggingFace(v) => v.count(piece),
+        }
+    }
+
+    /// Tokens of a chunk of [`chunks`] from its exact count: the Claude
+    /// estimate's margin, rounded up once per chunk. Exact counts add up
+    /// over any cut `chunks` or the memo makes, so rounding only whole
+    /// chunks makes a text's estimate a function of the text alone, not of
+    /// which of its parts the memo held (rounding each encoded part gave a
+    /// count one higher after some other agent's text was counted).
+    fn scale(self, exact: usize) -> usize {
+        match self {
+            Tokenizer::ClaudeEstimate => exact.saturating_mul(CLAUDE_ESTIMATE_PER_MILLE).div_ceil(1000),
+            _ => exact,
         }
     }
 }
@@ -230,11 +243,11 @@ impl TokenCounter {
         let keep = keep && enabled;
         let mut total = 0usize;
         if !self.tokenizer.sums_by_paragraph() {
-            total = self.count_piece(text, whole, enabled, 0, keep);
+            total = self.tokenizer.scale(self.count_piece(text, whole, enabled, 0, keep));
         }
         for chunk in chunks(text).filter(|_| self.tokenizer.sums_by_paragraph()) {
             let key = if chunk.len() == text.len() { whole } else { xxh3_128(chunk.as_bytes()) };
-            total += self.count_piece(chunk, key, enabled, TAIL_SPLITS, keep);
+            total += self.tokenizer.scale(self.count_piece(chunk, key, enabled, TAIL_SPLITS, keep));
         }
         if let (true, Ok(n)) = (enabled, u32::try_from(total)) {
             let mut memo = self.memo.lock();
@@ -247,8 +260,8 @@ impl TokenCounter {
         total
     }
 
-    /// Tokens of one piece of [`chunks`] (`key` its xxh3-128), from the
-    /// memo or encoded. A piece encoded is first cut before its last line
+    /// Exact tokens ([`Tokenizer::count_piece`]'s unit) of one piece of
+    /// [`chunks`] (`key` its xxh3-128), from the memo or encoded. A piece encoded is first cut before its last line
     /// (a cut [`chunks`] could make, so the two parts' counts add up), and
     /// the part before, cut again `splits - 1` times, is remembered too:
     /// the same paragraph at the end of a text alone (a section, a file)
@@ -678,10 +691,11 @@ pub fn saved_counts_name(tokenizer: Tokenizer) -> String {
     format!("tokens-{}.bin", tokenizer.name())
 }
 
-/// `TK3`: at most [`SAVED_LIMIT`] kept counts (the files and stable parts)
-/// then [`RECENT_LIMIT`] others, each newest first; `TK2` held every count
-/// of every turn.
-const COUNTS_MAGIC: &[u8; 8] = b"PROEMTK3";
+/// `TK4`: at most [`SAVED_LIMIT`] kept counts (the files and stable parts)
+/// then [`RECENT_LIMIT`] others, each newest first, every count exact (the
+/// Claude estimate's cl100k_base's, see [`Tokenizer::scale`]); `TK3` held
+/// the estimate's counts rounded, `TK2` every count of every turn.
+const COUNTS_MAGIC: &[u8; 8] = b"PROEMTK4";
 /// What the counts file's MAC starts with: the kind of entry.
 const COUNTS_KIND: &[u8] = b"proem token counts";
 /// Magic, tokenizer name, MAC.
@@ -854,7 +868,7 @@ mod tests {
     proptest::proptest! {
         /// The Claude estimate is never below cl100k_base's count with the
         /// margin (what the budget relies on), and only rounding above it:
-        /// at most one token per piece the text was counted in.
+        /// at most one token per chunk of the text.
         #[test]
         fn the_claude_estimate_is_cl100k_with_its_margin(text in "\\PC{0,400}", repeat in 1usize..20) {
             let text = text.repeat(repeat);
@@ -863,6 +877,41 @@ mod tests {
             let floor = (cl100k * CLAUDE_ESTIMATE_PER_MILLE).div_ceil(1000);
             let pieces = chunks(&text).count();
             proptest::prop_assert!(estimate >= floor && estimate <= floor + pieces, "{estimate} vs {floor} (+{pieces})");
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+        /// A text's count is a function of the text alone, for every
+        /// built-in tokenizer: counting other texts first (ones sharing its
+        /// paragraphs, heads of them, texts a paragraph longer or shorter:
+        /// what another agent's files and prompts put in the memo) never
+        /// changes it, and it equals a fresh counter's with the memo off.
+        #[test]
+        fn a_count_never_depends_on_what_was_counted_before(
+            paragraphs in proptest::collection::vec("[a-z`#\\- ]{0,40}(\n[a-z ]{0,30}){0,3}", 1..8),
+            others in proptest::collection::vec((0usize..8, 0usize..8, 0u8..3), 0..12),
+        ) {
+            let text = paragraphs.join("\n\n");
+            for tokenizer in [Tokenizer::O200kBase, Tokenizer::Cl100kBase, Tokenizer::ClaudeEstimate] {
+                let alone = TokenCounter::new(tokenizer);
+                alone.set_memo(false);
+                let expected = alone.count(&text);
+                let warmed = TokenCounter::new(tokenizer);
+                for &(from, to, cut) in &others {
+                    let (from, to) = (from.min(paragraphs.len()), to.min(paragraphs.len()));
+                    let mut other = paragraphs[from.min(to)..from.max(to)].join("\n\n");
+                    match cut {
+                        0 => other = other.lines().take(other.lines().count().saturating_sub(1)).collect::<Vec<_>>().join("\n"),
+                        1 => other.push_str("\n- and one more line"),
+                        _ => {}
+                    }
+                    warmed.count(&other);
+                    warmed.count_kept(&format!("{other}\n\n"));
+                }
+                proptest::prop_assert_eq!(warmed.count(&text), expected, "{}", tokenizer.name());
+            }
         }
     }
 
@@ -1129,7 +1178,10 @@ mod tests {
         /// A paragraph counted inside a longer text, then at the end of a
         /// text alone (a section before the blank line that follows it in
         /// the prompt, a file before its closing tag): the count is exact,
-        /// and only what follows the piece's last cut is encoded again.
+        /// and only what follows the piece's last two cuts is encoded again
+        /// (mostly its last line alone; the line before it too when the
+        /// head above them was found in the memo, counted as a head of
+        /// another paragraph, so not cut again there).
         #[test]
         fn a_text_counted_after_the_same_text_with_more_encodes_only_its_last_line(
             lines in proptest::collection::vec("[ -~]{0,30}|[a-zé ]{1,20}|日本語|\\s{1,3}|/[a-z]{0,5}", 1..40),
@@ -1151,12 +1203,15 @@ mod tests {
             let before = counter.encoded_bytes();
             proptest::prop_assert_eq!(counter.count(&text), reference(tokenizer).encode_ordinary(&text).len());
             let last_piece = chunks(&text).last().unwrap();
-            let after_cut = last_line_cut(last_piece).map_or(last_piece.len(), |cut| last_piece.len() - cut);
+            // What follows the last two cuts (see the doc above).
+            let after_two_cuts = last_line_cut(last_piece)
+                .and_then(|cut| last_line_cut(&last_piece[..cut]))
+                .map_or(last_piece.len(), |cut| last_piece.len() - cut);
             proptest::prop_assert!(
-                counter.encoded_bytes() - before <= after_cut as u64,
-                "encoded {} bytes again; the last piece's last line is {} bytes",
+                counter.encoded_bytes() - before <= after_two_cuts as u64,
+                "encoded {} bytes again; the last piece's last two lines are {} bytes",
                 counter.encoded_bytes() - before,
-                after_cut
+                after_two_cuts
             );
         }
     }

@@ -296,7 +296,7 @@ fn entries_forged_swapped_or_copied_from_another_folder_are_misses() {
     // folder's secret (the layout of host/src/tokens.rs).
     let counts = ours.path().join("tokens-cl100k_base.bin");
     let mut bytes = std::fs::read(&counts).unwrap();
-    assert_eq!(&bytes[..8], b"PROEMTK3");
+    assert_eq!(&bytes[..8], b"PROEMTK4");
     // After the header: the kept entries' number, then the entries.
     for entry in bytes[60..].chunks_exact_mut(20) {
         let n = u32::from_le_bytes(entry[16..].try_into().unwrap()) + 1000;
@@ -304,7 +304,7 @@ fn entries_forged_swapped_or_copied_from_another_folder_are_misses() {
     }
     let sign = |folder: &Path, bytes: &mut Vec<u8>| {
         let (header, body) = bytes.split_at(56);
-        let mac = CacheDir::open(folder).unwrap().mac(&[b"proem token counts", b"PROEMTK3", &header[8..24], body]);
+        let mac = CacheDir::open(folder).unwrap().mac(&[b"proem token counts", b"PROEMTK4", &header[8..24], body]);
         bytes[24..56].copy_from_slice(&mac);
     };
     sign(theirs.path(), &mut bytes);
