@@ -48,6 +48,9 @@ pub struct Assembler {
     /// counted from), with the list they were made from: the same list,
     /// shared by `prepared_tools`, gives the same text.
     pub(crate) native_schemas: Lock<Option<(PreparedTools, Arc<str>)>>,
+    /// The last build's `stable_inputs` rows of its files, tools and skills,
+    /// with the lists they were made from.
+    pub(crate) workspace_rows: Lock<Option<WorkspaceRows>>,
     /// Characters of recent section bodies, by their xxh3-128 (the report's
     /// `chars` is a pass over ~90 KB of its own). Cleared at
     /// [`SECTION_CHARS_LIMIT`] entries; kept unless token counts are off.
@@ -154,6 +157,7 @@ impl Assembler {
             stable_hash: LastValue::default(),
             prepared_tools: LastValue::default(),
             native_schemas: Lock::default(),
+            workspace_rows: Lock::default(),
             section_chars: Lock::default(),
             workspace_reads: Lock::default(),
             file_tokenizer,
@@ -536,6 +540,15 @@ impl Remembered {
         }
         kept.0.clone()
     }
+}
+
+/// `stable_inputs` rows and the very lists they were made from (kept, so
+/// that a list at the same address is the same list).
+pub(crate) struct WorkspaceRows {
+    pub(crate) files: Arc<Vec<crate::bootstrap::InjectedFile>>,
+    pub(crate) tools: PreparedTools,
+    pub(crate) skills: Arc<Vec<crate::skills::Skill>>,
+    pub(crate) rows: Arc<Vec<crate::report::StableInput>>,
 }
 
 /// A tool list as prepared for the prompt, shared by the builds of it.

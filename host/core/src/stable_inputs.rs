@@ -63,6 +63,13 @@ pub fn config_inputs(config: &crate::config::Config) -> Vec<StableInput> {
 
 /// The stable part's inputs, sorted by section then input.
 pub fn collect(s: &Sources<'_>) -> Vec<StableInput> {
+    collect_with(s, &workspace_rows(s.files, s.tools, s.skills))
+}
+
+/// [`collect`], the rows of the files, the tools and the skills given
+/// (their [`workspace_rows`], which a caller may keep while they are the
+/// same: digesting ~90 KB of files is most of `collect`).
+pub fn collect_with(s: &Sources<'_>, workspace: &[StableInput]) -> Vec<StableInput> {
     let mut out = Vec::new();
     let mut push = |section: &str, input: String, digest: String| {
         out.push(StableInput { section: section.to_string(), input, digest });
@@ -77,15 +84,26 @@ pub fn collect(s: &Sources<'_>) -> Vec<StableInput> {
             }
         }
     }
-    for f in s.files.iter().filter(|f| f.group != FileGroup::Dynamic) {
-        push(&format!("core/{}", f.group.section_id()), format!("file:{}", f.name), digest(&[&f.text]));
-    }
-    let tools: Vec<&str> = s.tools.iter().flat_map(|t| [t.name.as_str(), &t.summary, &t.schema]).collect();
-    push("", "tools".into(), digest(&tools));
-    let skills: Vec<&str> = s.skills.iter().flat_map(|k| [k.name.as_str(), &k.description, &k.location]).collect();
-    push("", "skills".into(), digest(&skills));
+    out.extend(workspace.iter().cloned());
     out.extend(s.config.iter().cloned());
     out.sort();
+    out
+}
+
+/// The rows of the stable files (as injected), the tool list and the
+/// skills.
+pub fn workspace_rows(files: &[InjectedFile], tools: &[PromptTool], skills: &[Skill]) -> Vec<StableInput> {
+    let mut out = Vec::new();
+    let mut push = |section: &str, input: String, digest: String| {
+        out.push(StableInput { section: section.to_string(), input, digest });
+    };
+    for f in files.iter().filter(|f| f.group != FileGroup::Dynamic) {
+        push(&format!("core/{}", f.group.section_id()), format!("file:{}", f.name), digest(&[&f.text]));
+    }
+    let tools: Vec<&str> = tools.iter().flat_map(|t| [t.name.as_str(), &t.summary, &t.schema]).collect();
+    push("", "tools".into(), digest(&tools));
+    let skills: Vec<&str> = skills.iter().flat_map(|k| [k.name.as_str(), &k.description, &k.location]).collect();
+    push("", "skills".into(), digest(&skills));
     out
 }
 

@@ -8,8 +8,8 @@
 //! Each stage is a method here with the inputs it needs and nothing more;
 //! `Assembler::build_fresh` (assembler.rs) is the sequence.
 
-use crate::assembler::{tool_list, Assembler, WorkspaceKey, WorkspaceRead};
-use crate::bootstrap::{self, BootstrapFile};
+use crate::assembler::{tool_list, Assembler, WorkspaceKey, WorkspaceRead, WorkspaceRows};
+use crate::bootstrap::{self, BootstrapFile, InjectedFile};
 use crate::budget::{self, Fitted};
 use crate::config::SkillForm;
 use crate::core_sections::{CoreInputs, StableInputs, TurnInputs};
@@ -17,7 +17,7 @@ use crate::digest::sha256_hex;
 use crate::error::ProemError;
 use crate::mode::{resolve_mode, Mode, SessionKind};
 use crate::plugin::{BuildContext, BuildRun, CallContexts, ContextTool, MemoKeys};
-use crate::report::{Built, Diagnostic, FileDetail, FileReport, PluginReport, SectionReport, TokenReport};
+use crate::report::{Built, Diagnostic, FileDetail, FileReport, PluginReport, SectionReport, StableInput, TokenReport};
 use crate::section::{Placement, Section, Source, CORE_SOURCE};
 use crate::skills::{self, Skill};
 use crate::text::{clean_owned, neutralize, one_line};
@@ -276,6 +276,41 @@ impl Assembler {
         Ok(Read { files, skills, tools, plugin_memo })
     }
 
+    /// [`crate::stable_inputs::workspace_rows`] of these files, tools and
+    /// skills, the last ones reused while the build gets the very same
+    /// lists (shared by the render, prepared-tools and workspace memos).
+    fn workspace_rows(
+        &self,
+        files: &Arc<Vec<InjectedFile>>,
+        tools: &Arc<Vec<PromptTool>>,
+        skills: &Arc<Vec<Skill>>,
+    ) -> Arc<Vec<StableInput>> {
+        let compute = || Arc::new(crate::stable_inputs::workspace_rows(files, tools, skills));
+        if !self.caching.workspace_reads {
+            return compute();
+        }
+        let mut last = self.workspace_rows.lock();
+        match &*last {
+            Some(kept)
+                if Arc::ptr_eq(&kept.files, files)
+                    && Arc::ptr_eq(&kept.tools, tools)
+                    && Arc::ptr_eq(&kept.skills, skills) =>
+            {
+                kept.rows.clone()
+            }
+            _ => {
+                let rows = compute();
+                *last = Some(WorkspaceRows {
+                    files: files.clone(),
+                    tools: tools.clone(),
+                    skills: skills.clone(),
+                    rows: rows.clone(),
+                });
+                rows
+            }
+        }
+    }
+
     /// [`native_tool_schemas`] of `tools`, reused while the build gets the
     /// same prepared list (one per tool list: [`Assembler::prepare_tools`]).
     fn native_schemas_of(&self, tools: &Arc<Vec<PromptTool>>) -> Arc<str> {
@@ -471,14 +506,18 @@ impl Assembler {
             .collect();
         let sections = self.section_reports(&fitted, &run, counter);
         let left_out = left_out(&fitted, self.config.layout(), layout);
-        let stable_inputs = crate::stable_inputs::collect(&crate::stable_inputs::Sources {
-            sections: &sections,
-            files: &fitted.render.files,
-            plugins: self.plugins.plugins(),
-            config: &self.config_inputs,
-            tools: &inputs.stable.tools,
-            skills: &inputs.stable.skills,
-        });
+        let workspace_rows = self.workspace_rows(&fitted.render.files, &inputs.stable.tools, &inputs.stable.skills);
+        let stable_inputs = crate::stable_inputs::collect_with(
+            &crate::stable_inputs::Sources {
+                sections: &sections,
+                files: &fitted.render.files,
+                plugins: self.plugins.plugins(),
+                config: &self.config_inputs,
+                tools: &inputs.stable.tools,
+                skills: &inputs.stable.skills,
+            },
+            &workspace_rows,
+        );
         let joined = fitted.joined;
         let tokens = TokenReport {
             total: fitted.total_tokens,
