@@ -80,9 +80,10 @@ impl BuildRequest {
     }
 }
 
-/// Builds and prints, the one path the CLI and the service share.
-pub fn build(assembler: &Assembler, request: &BuildRequest) -> Result<(Built, String), ProemError> {
-    let built = assembler.build(&request.turn)?;
+/// Builds and prints, the one path the CLI and the service share. The
+/// build is shared with the build memo, not copied out of it.
+pub fn build(assembler: &Assembler, request: &BuildRequest) -> Result<(std::sync::Arc<Built>, String), ProemError> {
+    let built = assembler.build_shared(&request.turn)?;
     let text = respond(&built, request)?;
     Ok((built, text))
 }

@@ -529,7 +529,7 @@ async fn run_build(state: &Arc<AppState>, asked: &str, headers: &HeaderMap, body
     match outcome {
         Ok((built, text)) => {
             state.metrics.build(id, "ok", elapsed, Some(&built), memo_hit);
-            Ok(Served { agent: id.to_string(), built: Arc::new(built), text, format: request.format(), stale })
+            Ok(Served { agent: id.to_string(), built, text, format: request.format(), stale })
         }
         Err(e) => {
             let problem = problem_of(e, &dir);
