@@ -10,7 +10,7 @@ use crate::bootstrap::{OPTIONAL_FILES, STANDARD_FILES};
 use crate::budget;
 use crate::config::{config_path, Config};
 use crate::error::ProemError;
-use crate::memo::{BuildMemo, Caching, KeyHasher, LastValue, Snapshot};
+use crate::memo::{BuildMemo, Caching, KeyHasher, LastOfShared, LastValue, Snapshot};
 use crate::mode::SessionKind;
 use crate::plugin::{BuildRun, CallContexts, MemoKeys, PluginSet};
 use crate::report::{Built, Diagnostic};
@@ -47,10 +47,10 @@ pub struct Assembler {
     /// The last prepared tools' native schemas (what their tokens are
     /// counted from), with the list they were made from: the same list,
     /// shared by `prepared_tools`, gives the same text.
-    pub(crate) native_schemas: Lock<Option<(PreparedTools, Arc<str>)>>,
+    pub(crate) native_schemas: LastOfShared<PreparedTools, Arc<str>>,
     /// The last build's `stable_inputs` rows of its files, tools and skills,
-    /// with the lists they were made from.
-    pub(crate) workspace_rows: Lock<Option<WorkspaceRows>>,
+    /// by the lists they were made from.
+    pub(crate) workspace_rows: LastOfShared<WorkspaceLists, Arc<Vec<crate::report::StableInput>>>,
     /// Characters of recent section bodies, by their xxh3-128 (the report's
     /// `chars` is a pass over ~90 KB of its own). Cleared at
     /// [`SECTION_CHARS_LIMIT`] entries; kept unless token counts are off.
@@ -156,8 +156,8 @@ impl Assembler {
             memo: Lock::default(),
             stable_hash: LastValue::default(),
             prepared_tools: LastValue::default(),
-            native_schemas: Lock::default(),
-            workspace_rows: Lock::default(),
+            native_schemas: LastOfShared::default(),
+            workspace_rows: LastOfShared::default(),
             section_chars: Lock::default(),
             workspace_reads: Lock::default(),
             file_tokenizer,
@@ -542,14 +542,10 @@ impl Remembered {
     }
 }
 
-/// `stable_inputs` rows and the very lists they were made from (kept, so
-/// that a list at the same address is the same list).
-pub(crate) struct WorkspaceRows {
-    pub(crate) files: Arc<Vec<crate::bootstrap::InjectedFile>>,
-    pub(crate) tools: PreparedTools,
-    pub(crate) skills: Arc<Vec<crate::skills::Skill>>,
-    pub(crate) rows: Arc<Vec<crate::report::StableInput>>,
-}
+/// The files as injected, the prepared tools and the skills a build's
+/// `stable_inputs` rows are made from.
+pub(crate) type WorkspaceLists =
+    (Arc<Vec<crate::bootstrap::InjectedFile>>, PreparedTools, Arc<Vec<crate::skills::Skill>>);
 
 /// A tool list as prepared for the prompt, shared by the builds of it.
 pub(crate) type PreparedTools = Arc<Vec<crate::tools::PromptTool>>;

@@ -641,6 +641,53 @@ impl<T: Clone> LastValue<T> {
     }
 }
 
+/// A one-entry memo keyed by the very shared inputs its value was made
+/// from: `Arc`s compared by address, and held here, so that no other value
+/// can take an address while it is kept. For values made from lists other
+/// memos hand out shared (the same list, the same value).
+#[derive(Debug)]
+pub struct LastOfShared<K, T>(crate::sync::Lock<Option<(K, T)>>);
+
+impl<K, T> Default for LastOfShared<K, T> {
+    fn default() -> Self {
+        LastOfShared(crate::sync::Lock::new(None))
+    }
+}
+
+/// Inputs a [`LastOfShared`] is keyed by: the same when every `Arc` is.
+pub trait SharedInputs: Clone {
+    /// Whether `self` and `other` are the very same values.
+    fn same(&self, other: &Self) -> bool;
+}
+
+impl<A> SharedInputs for std::sync::Arc<A> {
+    fn same(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(self, other)
+    }
+}
+
+impl<A: SharedInputs, B: SharedInputs, C: SharedInputs> SharedInputs for (A, B, C) {
+    fn same(&self, other: &Self) -> bool {
+        self.0.same(&other.0) && self.1.same(&other.1) && self.2.same(&other.2)
+    }
+}
+
+impl<K: SharedInputs, T: Clone> LastOfShared<K, T> {
+    /// The value made from `inputs`: the kept one when they are the very
+    /// same, else `compute`'s, which is kept instead.
+    pub fn get_or_compute(&self, inputs: &K, compute: impl FnOnce() -> T) -> T {
+        let mut last = self.0.lock();
+        match &*last {
+            Some((kept, value)) if kept.same(inputs) => value.clone(),
+            _ => {
+                let value = compute();
+                *last = Some((inputs.clone(), value.clone()));
+                value
+            }
+        }
+    }
+}
+
 /// Results of recent builds, valid while `snapshot` is.
 #[derive(Debug)]
 pub struct BuildMemo<T> {

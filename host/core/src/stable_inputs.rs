@@ -24,18 +24,16 @@ use xxhash_rust::xxh3::Xxh3;
 pub struct Sources<'a> {
     /// The report's sections (their `body_hash`).
     pub sections: &'a [SectionReport],
-    /// The files as injected.
-    pub files: &'a [InjectedFile],
+    /// The rows of the files, the tools and the skills
+    /// ([`workspace_rows`], which a caller may keep while they are the
+    /// same lists: digesting ~90 KB of files is most of the work).
+    pub workspace: &'a [StableInput],
     /// The agent's plugins.
     pub plugins: &'a [LoadedPlugin],
     /// The config's rows, made once per assembler by [`config_inputs`]
     /// (the config is fixed for its life; serialising it was a fifth of a
     /// build with a new clock).
     pub config: &'a [StableInput],
-    /// The tools in the prompt.
-    pub tools: &'a [PromptTool],
-    /// The skills.
-    pub skills: &'a [Skill],
 }
 
 fn digest(parts: &[&str]) -> String {
@@ -63,48 +61,39 @@ pub fn config_inputs(config: &crate::config::Config) -> Vec<StableInput> {
 
 /// The stable part's inputs, sorted by section then input.
 pub fn collect(s: &Sources<'_>) -> Vec<StableInput> {
-    collect_with(s, &workspace_rows(s.files, s.tools, s.skills))
-}
-
-/// [`collect`], the rows of the files, the tools and the skills given
-/// (their [`workspace_rows`], which a caller may keep while they are the
-/// same: digesting ~90 KB of files is most of `collect`).
-pub fn collect_with(s: &Sources<'_>, workspace: &[StableInput]) -> Vec<StableInput> {
     let mut out = Vec::new();
-    let mut push = |section: &str, input: String, digest: String| {
-        out.push(StableInput { section: section.to_string(), input, digest });
-    };
     for r in s.sections.iter().filter(|r| r.zone == Zone::Stable) {
         let section = format!("{}/{}", r.source, r.id);
-        push(&section, "body".into(), format!("{:016x}", r.body_hash));
+        out.push(row(&section, "body".into(), format!("{:016x}", r.body_hash)));
         if let Some(id) = r.source.strip_prefix("plugin:") {
             if let Some(p) = s.plugins.iter().find(|p| p.id == id) {
                 let version = p.state.as_ref().map(|r| r.info.version.as_str()).unwrap_or("");
-                push(&section, format!("plugin:{id}"), digest(&[&p.origin, version, &p.config_json]));
+                out.push(row(&section, format!("plugin:{id}"), digest(&[&p.origin, version, &p.config_json])));
             }
         }
     }
-    out.extend(workspace.iter().cloned());
+    out.extend(s.workspace.iter().cloned());
     out.extend(s.config.iter().cloned());
     out.sort();
     out
 }
 
 /// The rows of the stable files (as injected), the tool list and the
-/// skills.
+/// skills, for [`Sources::workspace`].
 pub fn workspace_rows(files: &[InjectedFile], tools: &[PromptTool], skills: &[Skill]) -> Vec<StableInput> {
     let mut out = Vec::new();
-    let mut push = |section: &str, input: String, digest: String| {
-        out.push(StableInput { section: section.to_string(), input, digest });
-    };
     for f in files.iter().filter(|f| f.group != FileGroup::Dynamic) {
-        push(&format!("core/{}", f.group.section_id()), format!("file:{}", f.name), digest(&[&f.text]));
+        out.push(row(&format!("core/{}", f.group.section_id()), format!("file:{}", f.name), digest(&[&f.text])));
     }
     let tools: Vec<&str> = tools.iter().flat_map(|t| [t.name.as_str(), &t.summary, &t.schema]).collect();
-    push("", "tools".into(), digest(&tools));
+    out.push(row("", "tools".into(), digest(&tools)));
     let skills: Vec<&str> = skills.iter().flat_map(|k| [k.name.as_str(), &k.description, &k.location]).collect();
-    push("", "skills".into(), digest(&skills));
+    out.push(row("", "skills".into(), digest(&skills)));
     out
+}
+
+fn row(section: &str, input: String, digest: String) -> StableInput {
+    StableInput { section: section.to_string(), input, digest }
 }
 
 /// The kind of input that moved a stable hash: a fixed set, so a metric

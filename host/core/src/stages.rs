@@ -8,8 +8,8 @@
 //! Each stage is a method here with the inputs it needs and nothing more;
 //! `Assembler::build_fresh` (assembler.rs) is the sequence.
 
-use crate::assembler::{tool_list, Assembler, WorkspaceKey, WorkspaceRead, WorkspaceRows};
-use crate::bootstrap::{self, BootstrapFile, InjectedFile};
+use crate::assembler::{tool_list, Assembler, WorkspaceKey, WorkspaceLists, WorkspaceRead};
+use crate::bootstrap::{self, BootstrapFile};
 use crate::budget::{self, Fitted};
 use crate::config::SkillForm;
 use crate::core_sections::{CoreInputs, StableInputs, TurnInputs};
@@ -279,52 +279,21 @@ impl Assembler {
     /// [`crate::stable_inputs::workspace_rows`] of these files, tools and
     /// skills, the last ones reused while the build gets the very same
     /// lists (shared by the render, prepared-tools and workspace memos).
-    fn workspace_rows(
-        &self,
-        files: &Arc<Vec<InjectedFile>>,
-        tools: &Arc<Vec<PromptTool>>,
-        skills: &Arc<Vec<Skill>>,
-    ) -> Arc<Vec<StableInput>> {
-        let compute = || Arc::new(crate::stable_inputs::workspace_rows(files, tools, skills));
-        if !self.caching.workspace_reads {
-            return compute();
-        }
-        let mut last = self.workspace_rows.lock();
-        match &*last {
-            Some(kept)
-                if Arc::ptr_eq(&kept.files, files)
-                    && Arc::ptr_eq(&kept.tools, tools)
-                    && Arc::ptr_eq(&kept.skills, skills) =>
-            {
-                kept.rows.clone()
-            }
-            _ => {
-                let rows = compute();
-                *last = Some(WorkspaceRows {
-                    files: files.clone(),
-                    tools: tools.clone(),
-                    skills: skills.clone(),
-                    rows: rows.clone(),
-                });
-                rows
-            }
+    fn workspace_rows(&self, lists: WorkspaceLists) -> Arc<Vec<StableInput>> {
+        let compute = || Arc::new(crate::stable_inputs::workspace_rows(&lists.0, &lists.1, &lists.2));
+        match self.caching.workspace_reads {
+            true => self.workspace_rows.get_or_compute(&lists, compute),
+            false => compute(),
         }
     }
 
     /// [`native_tool_schemas`] of `tools`, reused while the build gets the
     /// same prepared list (one per tool list: [`Assembler::prepare_tools`]).
     fn native_schemas_of(&self, tools: &Arc<Vec<PromptTool>>) -> Arc<str> {
-        if !self.caching.prepared_tools {
-            return native_tool_schemas(tools).into();
-        }
-        let mut last = self.native_schemas.lock();
-        match &*last {
-            Some((list, text)) if Arc::ptr_eq(list, tools) => text.clone(),
-            _ => {
-                let text: Arc<str> = native_tool_schemas(tools).into();
-                *last = Some((tools.clone(), text.clone()));
-                text
-            }
+        let compute = || native_tool_schemas(tools).into();
+        match self.caching.prepared_tools {
+            true => self.native_schemas.get_or_compute(tools, compute),
+            false => compute(),
         }
     }
 
@@ -506,18 +475,17 @@ impl Assembler {
             .collect();
         let sections = self.section_reports(&fitted, &run, counter);
         let left_out = left_out(&fitted, self.config.layout(), layout);
-        let workspace_rows = self.workspace_rows(&fitted.render.files, &inputs.stable.tools, &inputs.stable.skills);
-        let stable_inputs = crate::stable_inputs::collect_with(
-            &crate::stable_inputs::Sources {
-                sections: &sections,
-                files: &fitted.render.files,
-                plugins: self.plugins.plugins(),
-                config: &self.config_inputs,
-                tools: &inputs.stable.tools,
-                skills: &inputs.stable.skills,
-            },
-            &workspace_rows,
-        );
+        let workspace_rows = self.workspace_rows((
+            fitted.render.files.clone(),
+            inputs.stable.tools.clone(),
+            inputs.stable.skills.clone(),
+        ));
+        let stable_inputs = crate::stable_inputs::collect(&crate::stable_inputs::Sources {
+            sections: &sections,
+            workspace: &workspace_rows,
+            plugins: self.plugins.plugins(),
+            config: &self.config_inputs,
+        });
         let joined = fitted.joined;
         let tokens = TokenReport {
             total: fitted.total_tokens,

@@ -261,7 +261,8 @@ impl TokenCounter {
     }
 
     /// Exact tokens ([`Tokenizer::count_piece`]'s unit) of one piece of
-    /// [`chunks`] (`key` its xxh3-128), from the memo or encoded. A piece encoded is first cut before its last line
+    /// [`chunks`] (`key` its xxh3-128), from the memo or encoded. A piece
+    /// encoded is first cut before its last line
     /// (a cut [`chunks`] could make, so the two parts' counts add up), and
     /// the part before, cut again `splits - 1` times, is remembered too:
     /// the same paragraph at the end of a text alone (a section, a file)
