@@ -592,6 +592,17 @@ fn check(doc: &Value, schema: &Value, value: &Value, at: &str, errors: &mut Vec<
         }
         return;
     }
+    if let Some(options) = schema.get("anyOf").and_then(Value::as_array) {
+        let fits = |o: &&Value| {
+            let mut e = Vec::new();
+            check(doc, o, value, at, &mut e);
+            e.is_empty()
+        };
+        if !options.iter().any(|o| fits(&o)) {
+            errors.push(format!("{at}: fits none of anyOf's {} schemas", options.len()));
+        }
+        return;
+    }
     if let Some(t) = schema.get("type") {
         let types: Vec<&str> = match t {
             Value::String(s) => vec![s.as_str()],
@@ -610,6 +621,13 @@ fn check(doc: &Value, schema: &Value, value: &Value, at: &str, errors: &mut Vec<
         if !types.iter().any(|t| *t == actual || (*t == "number" && actual == "integer")) {
             errors.push(format!("{at}: is {actual}, schema says {types:?}"));
             return;
+        }
+    }
+    if let Some(n) = value.as_f64() {
+        let below = schema.get("minimum").and_then(Value::as_f64).is_some_and(|min| n < min);
+        let above = schema.get("maximum").and_then(Value::as_f64).is_some_and(|max| n > max);
+        if below || above {
+            errors.push(format!("{at}: {value} is out of the schema's range"));
         }
     }
     if let Some(allowed) = schema.get("enum").and_then(Value::as_array) {
@@ -741,6 +759,155 @@ fn every_response_matches_the_openapi_document() {
                 let request_schema = &op["requestBody"]["content"]["application/json"]["schema"];
                 check(&doc, request_schema, b, "body", &mut errors);
                 assert!(errors.is_empty() || status.starts_with('4'), "the request itself: {errors:?}");
+            }
+        }
+    });
+}
+
+/// Whether `value` fits `schema` (see [`check`]).
+fn fits(doc: &Value, schema: &Value, value: &Value) -> bool {
+    let mut errors = Vec::new();
+    check(doc, schema, value, "$", &mut errors);
+    errors.is_empty()
+}
+
+/// One value of each JSON kind: what goes where the document allows
+/// another kind.
+fn one_of_each_kind() -> [Value; 7] {
+    [json!(null), json!(true), json!(7), json!(7.5), json!("zz"), json!([]), json!({})]
+}
+
+/// A small instance of `schema` that fits it, chosen to be what a server
+/// builds with: null where null is allowed, only the required members of an
+/// object, empty lists, a string "t", the largest number allowed.
+fn fitting(doc: &Value, schema: &Value) -> Value {
+    let schema = resolve(doc, schema);
+    if let Some(options) = schema.get("oneOf").or_else(|| schema.get("anyOf")).and_then(Value::as_array) {
+        let mut candidates: Vec<Value> = options.iter().map(|o| fitting(doc, o)).collect();
+        // null first, then lists and objects, then other scalars
+        candidates.sort_by_key(|v| match v {
+            Value::Null => 0,
+            Value::Array(_) | Value::Object(_) => 1,
+            _ => 2,
+        });
+        return candidates.into_iter().find(|v| fits(doc, schema, v)).expect("a union with no fitting option");
+    }
+    let types: Vec<&str> = match &schema["type"] {
+        Value::String(t) => vec![t.as_str()],
+        Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
+        _ => vec![],
+    };
+    let value = if types.contains(&"null") {
+        Value::Null
+    } else if let Some(first) = schema["enum"].as_array().and_then(|e| e.first()) {
+        first.clone()
+    } else {
+        match types.first().copied() {
+            Some("object") => {
+                let required = schema["required"].as_array().into_iter().flatten().filter_map(Value::as_str);
+                Value::Object(required.map(|k| (k.to_string(), fitting(doc, &schema["properties"][k]))).collect())
+            }
+            Some("array") => json!([]),
+            Some("boolean") => json!(false),
+            Some("integer" | "number") => schema.get("maximum").cloned().unwrap_or(json!(1)),
+            _ => json!("t"),
+        }
+    };
+    assert!(fits(doc, schema, &value), "fitting() made {value} for {schema}");
+    value
+}
+
+/// Pairs (fits, does not fit) of instances of `schema` that differ at one
+/// place: a member, list item or union option given a kind, enum value,
+/// number out of range or missing member the document does not allow
+/// there, found by walking every `$ref`, `oneOf`, `anyOf`, `properties`
+/// and `items` of the schema.
+fn near_misses(doc: &Value, schema: &Value, depth: usize) -> Vec<(Value, Value)> {
+    assert!(depth < 8, "the request schema nests deeper than expected");
+    let schema = resolve(doc, schema);
+    let mut pairs = Vec::new();
+    if let Some(options) = schema.get("oneOf").or_else(|| schema.get("anyOf")).and_then(Value::as_array) {
+        let whole = fitting(doc, schema);
+        for option in options {
+            let leaf = resolve(doc, option).get("properties").is_none() && resolve(doc, option).get("items").is_none();
+            for (fit, miss) in near_misses(doc, option, depth + 1) {
+                // a leaf option's own fit ("t" for a file name) stands
+                // for the whole union's
+                let fit = if leaf { whole.clone() } else { fit };
+                pairs.push((fit, miss));
+            }
+        }
+    } else {
+        let fit = fitting(doc, schema);
+        pairs.extend(one_of_each_kind().into_iter().map(|v| (fit.clone(), v)));
+        if schema.get("enum").is_some() {
+            pairs.push((fit.clone(), json!("not-one-of-them")));
+        }
+        for (bound, step) in [("minimum", -1), ("maximum", 1)] {
+            if let Some(n) = schema.get(bound).and_then(Value::as_i64) {
+                pairs.push((fit.clone(), json!(n + step)));
+            }
+        }
+        if let (Value::Object(base), Some(props)) = (&fit, schema.get("properties").and_then(Value::as_object)) {
+            for (name, sub) in props {
+                for (f, m) in near_misses(doc, sub, depth + 1) {
+                    let with = |v: Value| {
+                        let mut o = base.clone();
+                        o.insert(name.clone(), v);
+                        Value::Object(o)
+                    };
+                    pairs.push((with(f), with(m)));
+                }
+            }
+            for name in base.keys() {
+                let mut o = base.clone();
+                o.remove(name);
+                pairs.push((fit.clone(), Value::Object(o)));
+            }
+            let mut o = base.clone();
+            o.insert("zz_unknown".into(), json!(1));
+            pairs.push((fit.clone(), Value::Object(o)));
+        }
+        if let Some(items) = schema.get("items") {
+            pairs.extend(near_misses(doc, items, depth + 1).into_iter().map(|(f, m)| (json!([f]), json!([m]))));
+        }
+    }
+    pairs.retain(|(fit, miss)| fits(doc, schema, fit) && !fits(doc, schema, miss));
+    pairs
+}
+
+/// Every request the OpenAPI document refuses, the service refuses: for
+/// each place in the build body (every member, nested tool fields, union
+/// options, list items), a body that misses the document there only is a
+/// 400, on both routes that take the body, while the body that fits there
+/// builds. The class this closes: a field the parser ignores or reads
+/// loosely (`{"type": {…}, "function": {…}}` was built as a tool).
+#[test]
+fn every_request_the_document_refuses_is_refused() {
+    plugin_env();
+    let server = Server::start(&[&atlas()]);
+    let rt = runtime();
+    let doc: Value = serde_json::from_str(include_str!("../../host/serve/src/openapi.json")).unwrap();
+    let body = json!({"$ref": "#/components/schemas/BuildRequest"});
+    let pairs = near_misses(&doc, &body, 0);
+    // every member of the body, and the tool entry's fields, are reached
+    for needle in ["\"budget\":0", "\"session_key\":7", "\"type\":{}", "\"parameters\":\"zz\"", "\"server\":true"] {
+        assert!(pairs.iter().any(|(_, miss)| miss.to_string().contains(needle)), "no near miss has {needle}");
+    }
+    assert!(pairs.len() >= 250, "{} near misses", pairs.len());
+    rt.block_on(async {
+        let c = client();
+        for route in ["build", "inspect"] {
+            let url = format!("{}/v1/agents/atlas/{route}", server.url);
+            let mut fitting_bodies = std::collections::BTreeSet::new();
+            for (fit, miss) in &pairs {
+                let status = c.post(&url).json(miss).send().await.unwrap().status();
+                assert_eq!(status, 400, "{route}: the document refuses {miss}, the service answered {status}");
+                if fitting_bodies.insert(fit.to_string()) {
+                    let r = c.post(&url).json(fit).send().await.unwrap();
+                    let status = r.status();
+                    assert_eq!(status, 200, "{route}: {fit} fits the document: {}", r.text().await.unwrap());
+                }
             }
         }
     });

@@ -231,8 +231,15 @@ fn budget_field<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Opt
 #[derive(Deserialize)]
 #[serde(untagged)]
 enum ToolEntry {
-    /// `{"type": "function", "function": {...}}` (OpenAI's shape).
-    Wrapped { function: Tool },
+    /// `{"type": "function", "function": {...}}` (OpenAI's shape). The
+    /// `type` is not read, but it is checked: when present it is a string,
+    /// as the service's OpenAPI document says (anything else is refused,
+    /// never ignored).
+    Wrapped {
+        function: Tool,
+        #[serde(default, rename = "type", deserialize_with = "a_string")]
+        _type: Option<String>,
+    },
     /// `{"name": ..., "description": ..., "parameters": ...}`.
     Plain(Tool),
 }
@@ -242,6 +249,11 @@ enum ToolEntry {
 enum ToolsFile {
     List(Vec<ToolEntry>),
     Object { tools: Vec<ToolEntry> },
+}
+
+/// A field that, when present, is a string (never null).
+fn a_string<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
+    String::deserialize(deserializer).map(Some)
 }
 
 /// Parses a tools JSON document: a list (or `{"tools": [...]}`) of tools,
@@ -256,7 +268,8 @@ pub fn parse_tools(json: &str, path: &Path) -> Result<Vec<Tool>, ProemError> {
 fn tools_from_value(doc: serde_json::Value) -> Result<Vec<Tool>, String> {
     let file: ToolsFile = serde_json::from_value(doc).map_err(|_| {
         "expected a JSON array of tools (or {\"tools\": [...]}), each with a string \"name\" \
-             and \"parameters\" (if any) a JSON Schema object or null"
+             and \"parameters\" (if any) a JSON Schema object or null, or OpenAI's \
+             {\"type\": \"function\", \"function\": {…}} with a string \"type\""
     })?;
     let entries = match file {
         ToolsFile::List(l) | ToolsFile::Object { tools: l } => l,
@@ -264,7 +277,7 @@ fn tools_from_value(doc: serde_json::Value) -> Result<Vec<Tool>, String> {
     Ok(entries
         .into_iter()
         .map(|e| match e {
-            ToolEntry::Wrapped { function } => function,
+            ToolEntry::Wrapped { function, .. } => function,
             ToolEntry::Plain(t) => t,
         })
         .collect())
