@@ -146,6 +146,17 @@ pub fn front() -> PathBuf {
     front
 }
 
+/// Copies the executable `src` to `dst`, in a `cp` process of its own.
+/// Copied here, the test process would hold `dst` open for writing while
+/// other tests' threads fork their children, who inherit that descriptor
+/// until they exec: running `dst` then fails with "Text file busy"
+/// (ETXTBSY), as it did once in CI. No descriptor of a `cp` child can
+/// reach another test's fork.
+pub fn install_executable(src: &Path, dst: &Path) {
+    let status = std::process::Command::new("cp").arg("--").arg(src).arg(dst).status().expect("cp runs");
+    assert!(status.success(), "cp {} {}: {status}", src.display(), dst.display());
+}
+
 /// The example agent `examples/<name>` of the repository.
 pub fn example(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(name)

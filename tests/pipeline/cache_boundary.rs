@@ -16,7 +16,7 @@ fn prompt_is_stable_marker_dynamic() {
     let built = agent().build(&turn());
     assert_eq!(built.prompt, format!("{}\n{BOUNDARY_MARKER}\n{}", built.stable, built.dynamic));
     assert_eq!(built.prompt.matches(BOUNDARY_MARKER).count(), 1);
-    assert_eq!(built.stable_hash, proem_core::digest::sha256_hex(&built.stable));
+    assert_eq!(built.stable_hash, proem_core::digest::sha256_hex(built.stable.as_bytes()));
     assert_eq!(built.stable_hash.len(), 64);
 }
 

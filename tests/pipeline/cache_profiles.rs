@@ -51,7 +51,7 @@ fn anthropic_places_four_breakpoints_with_ttls_in_the_order_the_api_requires() {
     let v = json(&built, Format::Anthropic);
     let system = v["system"].as_array().unwrap();
     assert_eq!(system.len(), 3, "stable, session, turn: {v:#}");
-    assert_eq!(system[0]["text"], built.stable.as_str());
+    assert_eq!(system[0]["text"], &*built.stable);
     assert_eq!(system[1]["text"].as_str(), built.session.as_deref());
     assert!(system[2].get("cache_control").is_none(), "the per-turn block is not cached");
     let turn_text = system[2]["text"].as_str().unwrap();
@@ -99,7 +99,7 @@ fn openai_keys_the_request_by_the_stable_hash_and_prefix_adds_nothing() {
     assert_eq!(openai["prompt_cache_key"], format!("proem-{}", &built.stable_hash[..32]));
     let content = openai["messages"][0]["content"].as_str().unwrap();
     assert_eq!(content, format!("{}\n\n{}", built.stable, built.dynamic));
-    assert!(content.starts_with(&built.stable) && !content.contains("PROEM_CACHE_BOUNDARY"));
+    assert!(content.starts_with(&*built.stable) && !content.contains("PROEM_CACHE_BOUNDARY"));
     // A new turn of another day keeps the key (the stable part did not move).
     let later =
         a.build(&Turn { now: Some(proem_core::turn::parse_now("2027-01-02T03:04:05Z").unwrap()), ..group_turn() });
@@ -127,7 +127,7 @@ fn the_provider_format_follows_the_profile_or_the_provider() {
 fn without_the_session_tier_the_dynamic_part_keeps_the_layout_order() {
     let off = agent("[cache]\nsession_tier = false\n").build(&group_turn());
     let on = agent("[cache]\nsession_tier = true\n").build(&group_turn());
-    assert_eq!((off.stable.as_str(), off.stable_hash.as_str()), (on.stable.as_str(), on.stable_hash.as_str()));
+    assert_eq!((&*off.stable, off.stable_hash.as_str()), (&*on.stable, on.stable_hash.as_str()));
     assert!(off.session.is_none());
     assert!(off.dynamic.starts_with("## Date"), "the layout's first dynamic section: {}", off.dynamic);
     assert!(on.dynamic.starts_with(on.session.as_deref().unwrap()) && !on.dynamic.starts_with("## Date"));

@@ -891,11 +891,11 @@ proptest::proptest! {
                     let reused = assembler.core().stable_part_reuses() > reuses;
                     // Without budget pressure nothing the budget drops can
                     // change the stable part: the same stable text is a reuse.
-                    if budget.is_none() && last_stable.as_deref() == Some(built.stable.as_str()) {
+                    if budget.is_none() && last_stable.as_deref() == Some(&*built.stable) {
                         proptest::prop_assert!(reused, "step {i}: the same stable part was joined and counted again");
                     }
                     // The memo keeps one stable part: a budget's cut may have replaced it.
-                    last_stable = budget.is_none().then(|| built.stable.clone());
+                    last_stable = budget.is_none().then(|| built.stable.to_string());
                 }
                 (Err(a), Err(b)) => proptest::prop_assert_eq!(a.to_string(), b.to_string()),
                 (a, b) => proptest::prop_assert!(false, "step {i}: {:?} vs {:?}", a.map(|b| b.prompt), b.map(|b| b.prompt)),

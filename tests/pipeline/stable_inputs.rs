@@ -172,9 +172,9 @@ proptest! {
             let user_exists = !matches!(files[0], Edit::Absent);
             prop_assert_eq!(user_exists, built.dynamic.contains("\"USER.md\": read "));
             match &first {
-                None => first = Some((built.stable_hash.clone(), built.stable.clone())),
+                None => first = Some((built.stable_hash.clone(), built.stable.to_string())),
                 Some((hash, stable)) => {
-                    prop_assert_eq!(stable, &built.stable);
+                    prop_assert_eq!(stable.as_str(), &*built.stable);
                     prop_assert_eq!(hash, &built.stable_hash);
                 }
             }
@@ -277,9 +277,9 @@ fn a_stable_file_that_is_a_per_turn_file_under_another_name_reads_as_missing() {
             let built = agent.build(&big_budget());
             assert!(!built.stable.contains("PERTURN"), "{target} above the boundary:\n{}", built.stable);
             match &seen {
-                None => seen = Some((built.stable_hash.clone(), built.stable.clone())),
+                None => seen = Some((built.stable_hash.clone(), built.stable.to_string())),
                 Some((hash, stable)) => {
-                    assert_eq!(stable, &built.stable, "case {case} round {round} ({target})");
+                    assert_eq!(stable.as_str(), &*built.stable, "case {case} round {round} ({target})");
                     assert_eq!(hash, &built.stable_hash);
                 }
             }

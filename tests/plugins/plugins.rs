@@ -85,7 +85,7 @@ fn gpt5_overlay_does_not_touch_the_dynamic_part_or_other_stable_sections() {
     assert_eq!(a.dynamic, b.dynamic);
     let start = b.stable.find("## Working Contract").expect("the contract");
     let end = start + b.stable[start..].find("\n\n## Safety").expect("Safety follows the contract");
-    assert_eq!(format!("{}{}", &b.stable[..start], &b.stable[end + 2..]), a.stable);
+    assert_eq!(format!("{}{}", &b.stable[..start], &b.stable[end + 2..]), &*a.stable);
 }
 
 /// OpenClaw's place for a provider's stable prefix: after the identity

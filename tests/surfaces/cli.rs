@@ -110,7 +110,7 @@ fn anthropic_and_openai_formats() {
     // The stable block with its breakpoint (1 h), then the dynamic part (the
     // session tier is off by default: the dynamic part keeps the layout's order).
     assert_eq!(blocks.len(), 2);
-    assert_eq!(blocks[0]["text"], built.stable.as_str());
+    assert_eq!(blocks[0]["text"], &*built.stable);
     assert_eq!(blocks[0]["cache_control"], serde_json::json!({"type": "ephemeral", "ttl": "1h"}));
     assert_eq!(blocks[1]["text"], built.dynamic.as_str());
     assert!(blocks[1].get("cache_control").is_none());
@@ -120,7 +120,7 @@ fn anthropic_and_openai_formats() {
     assert_eq!(msgs[0]["role"], "system");
     let content = msgs[0]["content"].as_str().unwrap();
     assert!(!content.contains("PROEM_CACHE_BOUNDARY"));
-    assert!(content.starts_with(&built.stable) && content.ends_with(&built.dynamic));
+    assert!(content.starts_with(&*built.stable) && content.ends_with(&built.dynamic));
 }
 
 #[test]

@@ -58,8 +58,8 @@ fn installed() -> (tempfile::TempDir, PathBuf, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let front = dir.path().join("proem");
     let full = dir.path().join("proem-full");
-    std::fs::copy(front_exe(), &front).unwrap();
-    std::fs::copy(FULL, &full).unwrap();
+    install_executable(&front_exe(), &front);
+    install_executable(Path::new(FULL), &full);
     (dir, front, full)
 }
 
@@ -202,7 +202,7 @@ fn proem_alone_says_what_is_missing_and_still_answers_what_it_can() {
     plugin_env();
     let dir = tempfile::tempdir().unwrap();
     let front = dir.path().join("proem");
-    std::fs::copy(front_exe(), &front).unwrap();
+    install_executable(&front_exe(), &front);
     let cache = tempfile::tempdir().unwrap();
     let marlow = example("marlow");
     let out = run(&front, &["build".into(), marlow.display().to_string()], cache.path());

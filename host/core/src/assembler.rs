@@ -50,7 +50,13 @@ pub struct Assembler {
     pub(crate) native_schemas: LastOfShared<PreparedTools, Arc<str>>,
     /// The last build's `stable_inputs` rows of its files, tools and skills,
     /// by the lists they were made from.
-    pub(crate) workspace_rows: LastOfShared<WorkspaceLists, Arc<Vec<crate::report::StableInput>>>,
+    pub(crate) workspace_rows: LastOfShared<WorkspaceLists, WorkspaceRows>,
+    /// The last build's whole `stable_inputs`, by the workspace rows it
+    /// was made from and [`crate::stable_inputs::sections_key`] of its
+    /// sections (the config and plugins are the assembler's own): a new
+    /// clock leaves both alone, and sorting the rows again was a tenth of
+    /// its rebuild.
+    pub(crate) stable_inputs: LastOfShared<(WorkspaceRows, u128), Arc<[crate::report::StableInput]>>,
     /// Characters of recent section bodies, by their xxh3-128 (the report's
     /// `chars` is a pass over ~90 KB of its own). Cleared at
     /// [`SECTION_CHARS_LIMIT`] entries; kept unless token counts are off.
@@ -158,6 +164,7 @@ impl Assembler {
             prepared_tools: LastValue::default(),
             native_schemas: LastOfShared::default(),
             workspace_rows: LastOfShared::default(),
+            stable_inputs: LastOfShared::default(),
             section_chars: Lock::default(),
             workspace_reads: Lock::default(),
             file_tokenizer,
@@ -546,6 +553,10 @@ impl Remembered {
 /// `stable_inputs` rows are made from.
 pub(crate) type WorkspaceLists =
     (Arc<Vec<crate::bootstrap::InjectedFile>>, PreparedTools, Arc<Vec<crate::skills::Skill>>);
+
+/// The report's `stable_inputs` rows of a build's files, tools and skills,
+/// shared.
+pub(crate) type WorkspaceRows = Arc<Vec<crate::report::StableInput>>;
 
 /// A tool list as prepared for the prompt, shared by the builds of it.
 pub(crate) type PreparedTools = Arc<Vec<crate::tools::PromptTool>>;

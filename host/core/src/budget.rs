@@ -198,7 +198,7 @@ fn stable_part(
     counter: &TokenCounter,
 ) -> std::sync::Arc<StablePart> {
     let compute = |with_head: bool| {
-        let text = join_stable(sections);
+        let text: std::sync::Arc<str> = join_stable(sections).into();
         let (tokens, xxh3) = counter.count_kept_hashed(&text);
         let head_end = if with_head { counter.head_cut(&text) } else { 0 };
         let head_tokens = counter.count(&text[..head_end]);

@@ -129,8 +129,9 @@ impl RenderMemos {
 /// keeps in [`RenderMemos`]).
 #[derive(Debug)]
 pub struct StablePart {
-    /// `render::join_stable` of the sections.
-    pub text: String,
+    /// `render::join_stable` of the sections (shared with every build
+    /// that reuses this part: `Built::stable`).
+    pub text: std::sync::Arc<str>,
     /// Its exact tokens.
     pub tokens: usize,
     /// Its xxh3-128 (the counter's key for it).

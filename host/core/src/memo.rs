@@ -666,6 +666,19 @@ impl<A> SharedInputs for std::sync::Arc<A> {
     }
 }
 
+/// A key computed from the inputs' content: the same when equal.
+impl SharedInputs for u128 {
+    fn same(&self, other: &Self) -> bool {
+        self == other
+    }
+}
+
+impl<A: SharedInputs, B: SharedInputs> SharedInputs for (A, B) {
+    fn same(&self, other: &Self) -> bool {
+        self.0.same(&other.0) && self.1.same(&other.1)
+    }
+}
+
 impl<A: SharedInputs, B: SharedInputs, C: SharedInputs> SharedInputs for (A, B, C) {
     fn same(&self, other: &Self) -> bool {
         self.0.same(&other.0) && self.1.same(&other.1) && self.2.same(&other.2)

@@ -164,8 +164,9 @@ pub fn replaced_ids(contributed: &[Section], layout: &ModeLayout) -> std::collec
 /// The prompt's text, split at the boundary.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Joined {
-    /// Stable sections joined by blank lines.
-    pub stable: String,
+    /// Stable sections joined by blank lines (shared with the stable-part
+    /// memo).
+    pub stable: std::sync::Arc<str>,
     /// The system prompt's dynamic sections joined by blank lines: the
     /// session block then the per-turn one with the session tier, the
     /// session block alone with `per_turn = "user_message"`, else every
@@ -225,7 +226,7 @@ pub fn in_prompt_order(mut sections: Vec<Section>, tiering: Tiering) -> Vec<Sect
 /// session and per-turn blocks (each section's block is [`Section::tier`]'s
 /// rule; within a block, prompt order holds).
 pub fn join_in(sections: &[Section], tiering: Tiering) -> Joined {
-    join_in_with(sections, tiering, join_stable(sections))
+    join_in_with(sections, tiering, join_stable(sections).into())
 }
 
 /// The stable part of [`join_in`]: the stable sections joined by blank lines.
@@ -235,7 +236,7 @@ pub fn join_stable(sections: &[Section]) -> String {
 
 /// [`join_in`] with its stable part joined already (`stable`: what
 /// [`join_stable`] makes of the same sections).
-pub fn join_in_with(sections: &[Section], tiering: Tiering, stable: String) -> Joined {
+pub fn join_in_with(sections: &[Section], tiering: Tiering, stable: std::sync::Arc<str>) -> Joined {
     let in_tier = |tier: Tier| sections.iter().filter(move |s| s.tier() == tier);
     let session = join_bodies(in_tier(Tier::Session));
     let (dynamic, turn_context) = match tiering.per_turn {
@@ -246,7 +247,7 @@ pub fn join_in_with(sections: &[Section], tiering: Tiering, stable: String) -> J
         PerTurn::System => (join_bodies(sections.iter().filter(|s| s.zone == Zone::Dynamic)), None),
     };
     let mut prompt = String::with_capacity(stable.len() + BOUNDARY_MARKER.len() + dynamic.len() + 2);
-    for piece in [stable.as_str(), "\n", BOUNDARY_MARKER, "\n", dynamic.as_str()] {
+    for piece in [&*stable, "\n", BOUNDARY_MARKER, "\n", dynamic.as_str()] {
         prompt.push_str(piece);
     }
     Joined { stable, dynamic, session: tiering.session_tier.then_some(session), turn_context, prompt }
@@ -310,7 +311,7 @@ pub fn request(built: &Built, profile: Profile) -> serde_json::Value {
         Profile::Anthropic => anthropic(built),
         Profile::Openai | Profile::Prefix => {
             let content = if built.dynamic.is_empty() {
-                built.stable.clone()
+                built.stable.to_string()
             } else {
                 format!("{}\n\n{}", built.stable, built.dynamic)
             };

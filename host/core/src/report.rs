@@ -223,8 +223,9 @@ pub struct StableInput {
 pub struct Built {
     /// stable + `\n` + marker + `\n` + dynamic.
     pub prompt: String,
-    /// Above the boundary.
-    pub stable: String,
+    /// Above the boundary. Shared: a rebuild whose stable part is
+    /// unchanged (a new clock) hands out the same text.
+    pub stable: std::sync::Arc<str>,
     /// Below the boundary.
     pub dynamic: String,
     /// The session block, the start of `dynamic`, when `[cache]
@@ -254,7 +255,9 @@ pub struct Built {
     pub sections: Vec<SectionReport>,
     /// What fed the stable part, with digests, to tell what moved the
     /// stable hash between two builds (see [`crate::stable_inputs`]).
-    pub stable_inputs: Vec<StableInput>,
+    /// Shared: a rebuild whose stable part is unchanged (a new clock)
+    /// hands out the same rows.
+    pub stable_inputs: std::sync::Arc<[StableInput]>,
     /// Bootstrap files in load order.
     pub files: Vec<FileReport>,
     /// Plugins in id order.

@@ -59,6 +59,16 @@ pub fn config_inputs(config: &crate::config::Config) -> Vec<StableInput> {
         .collect()
 }
 
+/// A key of what [`collect`] reads of `sections`: the source, id and body
+/// hash of each stable one, in order.
+pub fn sections_key(sections: &[SectionReport]) -> u128 {
+    let mut key = crate::memo::KeyHasher::default();
+    for r in sections.iter().filter(|r| r.zone == Zone::Stable) {
+        key.str(&r.source).str(&r.id).num(r.body_hash);
+    }
+    key.finish()
+}
+
 /// The stable part's inputs, sorted by section then input.
 pub fn collect(s: &Sources<'_>) -> Vec<StableInput> {
     let mut out = Vec::new();

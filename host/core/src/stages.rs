@@ -8,7 +8,7 @@
 //! Each stage is a method here with the inputs it needs and nothing more;
 //! `Assembler::build_fresh` (assembler.rs) is the sequence.
 
-use crate::assembler::{tool_list, Assembler, WorkspaceKey, WorkspaceLists, WorkspaceRead};
+use crate::assembler::{tool_list, Assembler, WorkspaceKey, WorkspaceLists, WorkspaceRead, WorkspaceRows};
 use crate::bootstrap::{self, BootstrapFile};
 use crate::budget::{self, Fitted};
 use crate::config::SkillForm;
@@ -279,10 +279,33 @@ impl Assembler {
     /// [`crate::stable_inputs::workspace_rows`] of these files, tools and
     /// skills, the last ones reused while the build gets the very same
     /// lists (shared by the render, prepared-tools and workspace memos).
-    fn workspace_rows(&self, lists: WorkspaceLists) -> Arc<Vec<StableInput>> {
+    fn workspace_rows(&self, lists: WorkspaceLists) -> WorkspaceRows {
         let compute = || Arc::new(crate::stable_inputs::workspace_rows(&lists.0, &lists.1, &lists.2));
         match self.caching.workspace_reads {
             true => self.workspace_rows.get_or_compute(&lists, compute),
+            false => compute(),
+        }
+    }
+
+    /// The report's `stable_inputs` ([`crate::stable_inputs::collect`]),
+    /// the last ones reused while the build has the very same workspace
+    /// rows and stable sections (the config and plugins are fixed for the
+    /// assembler's life).
+    fn stable_inputs_of(&self, sections: &[SectionReport], workspace: WorkspaceRows) -> Arc<[StableInput]> {
+        let compute = || {
+            crate::stable_inputs::collect(&crate::stable_inputs::Sources {
+                sections,
+                workspace: &workspace,
+                plugins: self.plugins.plugins(),
+                config: &self.config_inputs,
+            })
+            .into()
+        };
+        match self.caching.workspace_reads {
+            true => {
+                let key = (workspace.clone(), crate::stable_inputs::sections_key(sections));
+                self.stable_inputs.get_or_compute(&key, compute)
+            }
             false => compute(),
         }
     }
@@ -480,12 +503,7 @@ impl Assembler {
             inputs.stable.tools.clone(),
             inputs.stable.skills.clone(),
         ));
-        let stable_inputs = crate::stable_inputs::collect(&crate::stable_inputs::Sources {
-            sections: &sections,
-            workspace: &workspace_rows,
-            plugins: self.plugins.plugins(),
-            config: &self.config_inputs,
-        });
+        let stable_inputs = self.stable_inputs_of(&sections, workspace_rows);
         let joined = fitted.joined;
         let tokens = TokenReport {
             total: fitted.total_tokens,
@@ -502,8 +520,8 @@ impl Assembler {
         }
         Built {
             stable_hash: match self.caching.token_counts {
-                true => self.stable_hash.get_or_compute(fitted.stable_xxh3, || sha256_hex(&joined.stable)),
-                false => sha256_hex(&joined.stable),
+                true => self.stable_hash.get_or_compute(fitted.stable_xxh3, || sha256_hex(joined.stable.as_bytes())),
+                false => sha256_hex(joined.stable.as_bytes()),
             },
             prompt: joined.prompt,
             stable: joined.stable,

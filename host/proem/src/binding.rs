@@ -289,7 +289,7 @@ pub fn provider_value(built: &Built, format: Format) -> serde_json::Value {
 /// About the bytes `built` holds on the heap (its texts and its report's
 /// strings): what a binding tells a collector that cannot see them.
 pub fn held_bytes(built: &Built) -> usize {
-    let texts = [&built.prompt, &built.stable, &built.dynamic, &built.stable_hash, &built.tokenizer];
+    let texts: [&str; 5] = [&built.prompt, &built.stable, &built.dynamic, &built.stable_hash, &built.tokenizer];
     let optional = [&built.session, &built.turn_context];
     let sections = built.sections.iter().map(|s| s.id.len() + s.source.len() + 64);
     let files = built.files.iter().map(|f| f.name.len() + f.source.len() + 64);

@@ -122,7 +122,7 @@ fn format_name(format: Format, profile: proem_core::cache::Profile) -> &'static 
 /// body the marker was neutralised in, say).
 pub fn section_texts(built: &proem::Built) -> Vec<Option<String>> {
     let mut texts = Vec::with_capacity(built.sections.len());
-    let mut rests = [built.stable.as_str(), built.dynamic.as_str()];
+    let mut rests = [&*built.stable, built.dynamic.as_str()];
     for s in &built.sections {
         let rest = &mut rests[usize::from(s.zone != proem_core::section::Zone::Stable)];
         let end = rest.char_indices().nth(s.chars).map_or(rest.len(), |(i, _)| i);

@@ -34,7 +34,7 @@ struct Inner {
     /// (agent, outcome) → reloads.
     reloads: BTreeMap<(String, String), u64>,
     /// agent → its last build's stable hash and inputs.
-    last_stable: BTreeMap<String, (String, Vec<StableInput>)>,
+    last_stable: BTreeMap<String, (String, std::sync::Arc<[StableInput]>)>,
     /// (agent, cause) → stable-hash changes.
     stable_changes: BTreeMap<(String, &'static str), u64>,
     /// status code → problem responses.

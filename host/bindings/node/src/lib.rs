@@ -379,7 +379,7 @@ impl Built {
     /// The part above the cache boundary: cache it.
     #[napi(getter)]
     pub fn stable(&self) -> String {
-        self.inner.stable.clone()
+        self.inner.stable.to_string()
     }
     /// This turn's part, below the boundary.
     #[napi(getter)]
