@@ -57,6 +57,11 @@ pub struct Assembler {
     /// clock leaves both alone, and sorting the rows again was a tenth of
     /// its rebuild.
     pub(crate) stable_inputs: LastOfShared<(WorkspaceRows, u128), Arc<[crate::report::StableInput]>>,
+    /// The tokens of each file of the last build's injected files, counted
+    /// when first asked for, by the very list and the tokenizer's name (a
+    /// new clock injects the same files: counting them again was hashing
+    /// ~90 KB). Kept unless token counts are off.
+    pub(crate) file_tokens: LastOfShared<(InjectedFiles, u128), Arc<Vec<std::sync::OnceLock<usize>>>>,
     /// Characters of recent section bodies, by their xxh3-128 (the report's
     /// `chars` is a pass over ~90 KB of its own). Cleared at
     /// [`SECTION_CHARS_LIMIT`] entries; kept unless token counts are off.
@@ -165,6 +170,7 @@ impl Assembler {
             native_schemas: LastOfShared::default(),
             workspace_rows: LastOfShared::default(),
             stable_inputs: LastOfShared::default(),
+            file_tokens: LastOfShared::default(),
             section_chars: Lock::default(),
             workspace_reads: Lock::default(),
             file_tokenizer,
@@ -551,8 +557,11 @@ impl Remembered {
 
 /// The files as injected, the prepared tools and the skills a build's
 /// `stable_inputs` rows are made from.
-pub(crate) type WorkspaceLists =
-    (Arc<Vec<crate::bootstrap::InjectedFile>>, PreparedTools, Arc<Vec<crate::skills::Skill>>);
+pub(crate) type WorkspaceLists = (InjectedFiles, PreparedTools, Arc<Vec<crate::skills::Skill>>);
+
+/// A build's files as injected (capped and neutralised), shared by the
+/// builds of the same files (the render memo's).
+pub(crate) type InjectedFiles = Arc<Vec<crate::bootstrap::InjectedFile>>;
 
 /// The report's `stable_inputs` rows of a build's files, tools and skills,
 /// shared.

@@ -8,7 +8,9 @@
 //! Each stage is a method here with the inputs it needs and nothing more;
 //! `Assembler::build_fresh` (assembler.rs) is the sequence.
 
-use crate::assembler::{tool_list, Assembler, WorkspaceKey, WorkspaceLists, WorkspaceRead, WorkspaceRows};
+use crate::assembler::{
+    tool_list, Assembler, InjectedFiles, WorkspaceKey, WorkspaceLists, WorkspaceRead, WorkspaceRows,
+};
 use crate::bootstrap::{self, BootstrapFile};
 use crate::budget::{self, Fitted};
 use crate::config::SkillForm;
@@ -287,6 +289,20 @@ impl Assembler {
         }
     }
 
+    /// A slot for the tokens of each of `files`, filled when first counted:
+    /// the last build's slots while the build has the very same files and
+    /// tokenizer (a count depends on nothing else).
+    fn file_tokens_of(&self, files: &InjectedFiles, counter: &TokenCounter) -> Arc<Vec<std::sync::OnceLock<usize>>> {
+        let compute = || Arc::new(files.iter().map(|_| std::sync::OnceLock::new()).collect());
+        match self.caching.token_counts {
+            true => {
+                let tokenizer = crate::memo::KeyHasher::default().str(counter.tokenizer().name()).finish();
+                self.file_tokens.get_or_compute(&(files.clone(), tokenizer), compute)
+            }
+            false => compute(),
+        }
+    }
+
     /// The report's `stable_inputs` ([`crate::stable_inputs::collect`]),
     /// the last ones reused while the build has the very same workspace
     /// rows and stable sections (the config and plugins are fixed for the
@@ -480,7 +496,9 @@ impl Assembler {
         mut diagnostics: Vec<Diagnostic>,
     ) -> Built {
         let layout = self.config.layout().mode(resolved.mode);
-        let (files, file_details) = file_reports(&fitted, inputs, &run, counter, layout);
+        let file_tokens = self.file_tokens_of(&fitted.render.files, counter);
+        let count = |k: usize| *file_tokens[k].get_or_init(|| counter.count_kept(&fitted.render.files[k].text));
+        let (files, file_details) = file_reports(&fitted, inputs, &run, count, layout);
         // Cuts by the file caps (the budget's own are reported with it).
         for injected in fitted.render.files.iter() {
             let Some(cap) = injected.cut_by.filter(|c| *c != crate::bootstrap::Cap::Budget) else { continue };
@@ -580,7 +598,7 @@ fn file_reports(
     fitted: &Fitted,
     inputs: &CoreInputs,
     run: &BuildRun,
-    counter: &TokenCounter,
+    tokens_of_file: impl Fn(usize) -> usize,
     layout: &crate::layout::ModeLayout,
 ) -> (Vec<FileReport>, Vec<FileDetail>) {
     let replaced_by = |group_section: &str| {
@@ -603,11 +621,9 @@ fn file_reports(
         if by.is_some() || rendered.is_some_and(|i| !in_prompt(i.group.section_id())) {
             f.injected_chars = 0;
         }
-        let injected = fitted
-            .render
-            .files
-            .iter()
-            .find(|i| i.name == f.name && !i.text.is_empty())
+        // (its index in the render's files, and the file)
+        let injected = (fitted.render.files.iter().enumerate())
+            .find(|(_, i)| i.name == f.name && !i.text.is_empty())
             .filter(|_| by.is_none() && f.injected_chars > 0);
         let why_not_shown = match (injected, f.missing, &by) {
             (Some(_), _, _) => None,
@@ -617,8 +633,8 @@ fn file_reports(
         };
         details.push(FileDetail {
             why_not_shown,
-            tokens: injected.map(|i| counter.count_kept(&i.text)).unwrap_or(0),
-            zone: injected.map(|i| layout.zone(i.group.section_id())),
+            tokens: injected.map(|(k, _)| tokens_of_file(k)).unwrap_or(0),
+            zone: injected.map(|(_, i)| layout.zone(i.group.section_id())),
             source: match (by, run.file_sources.get(&f.name)) {
                 (Some(by), _) => format!("replaced by {by}"),
                 (None, Some(plugin)) => format!("plugin:{plugin}"),

@@ -601,7 +601,7 @@ fn too_large(state: &AppState) -> Problem {
     .with("limit", state.limits.body_bytes)
 }
 
-/// The build request in `bytes` (nothing or whitespace: every field unset),
+/// The build request in `bytes` (nothing: every field unset),
 /// or a 400 naming the field at fault.
 fn parse_request(bytes: &[u8]) -> Result<BuildRequest, Problem> {
     BuildRequest::from_json(bytes).map_err(|e| {
