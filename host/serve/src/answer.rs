@@ -37,8 +37,12 @@ pub struct Served {
     pub agent: String,
     /// The build.
     pub built: std::sync::Arc<proem::Built>,
-    /// The build printed as asked, exactly as `proem build` prints it.
-    pub text: String,
+    /// The build printed as asked, exactly as `proem build` prints it
+    /// (UTF-8: made from a `String`, or kept from one by
+    /// [`crate::printed`]).
+    pub text: axum::body::Bytes,
+    /// The entity tag of `text`, when it was kept with it.
+    pub tag: Option<String>,
     /// The format asked for.
     pub format: Format,
     /// Whether an older config than the agent's files built it.
@@ -76,17 +80,25 @@ impl Extras {
     }
 }
 
-/// The body and content type of a `/build` response. Without the report
-/// the body is the build's text, moved out of `served` (not copied: it is
-/// most of a response's bytes).
-pub fn build_body(served: &mut Served, extras: Extras) -> (String, &'static str) {
+impl Served {
+    /// [`Served::text`] as text.
+    pub fn text(&self) -> &str {
+        // Never empty for want of UTF-8: every `text` comes from a String.
+        std::str::from_utf8(&self.text).unwrap_or_default()
+    }
+}
+
+/// The body, content type and (when known) tag of a `/build` response.
+/// Without the report the body is the build's text, shared with `served`
+/// (not copied: it is most of a response's bytes), with its tag if kept.
+pub fn build_body(served: &mut Served, extras: Extras) -> (axum::body::Bytes, &'static str, Option<String>) {
     if !extras.report {
         let content_type = if served.format == Format::Text { "text/plain; charset=utf-8" } else { "application/json" };
-        return (std::mem::take(&mut served.text), content_type);
+        return (served.text.clone(), content_type, served.tag.take());
     }
     let output = match served.format {
-        Format::Text => Value::String(served.text.clone()),
-        _ => serde_json::from_str(&served.text).unwrap_or_else(|_| Value::String(served.text.clone())),
+        Format::Text => Value::String(served.text().to_string()),
+        _ => serde_json::from_str(served.text()).unwrap_or_else(|_| Value::String(served.text().to_string())),
     };
     let body = json!({
         "format": format_name(served.format, served.built.cache.profile),
@@ -94,7 +106,7 @@ pub fn build_body(served: &mut Served, extras: Extras) -> (String, &'static str)
         "report": &*served.built,
         "stale": served.stale,
     });
-    (body.to_string(), "application/json")
+    (body.to_string().into(), "application/json", None)
 }
 
 /// The shape of a report's `output`: the format asked for, except that
@@ -136,9 +148,16 @@ pub fn section_texts(built: &proem::Built) -> Vec<Option<String>> {
 }
 
 /// The response: `body` with its tags, or 304 with the tags alone when the
-/// request's `If-None-Match` names the body's tag.
-pub fn respond(served: &Served, body: String, content_type: &'static str, request: &HeaderMap) -> Response {
-    let tag = etag(body.as_bytes());
+/// request's `If-None-Match` names the body's tag (`tag`, when known, is
+/// `etag(body)`).
+pub fn respond(
+    served: &Served,
+    body: axum::body::Bytes,
+    tag: Option<String>,
+    content_type: &'static str,
+    request: &HeaderMap,
+) -> Response {
+    let tag = tag.unwrap_or_else(|| etag(&body));
     let fresh = request.get_all(header::IF_NONE_MATCH).iter().any(|v| none_match_hits(v, &tag));
     let mut response = if fresh {
         StatusCode::NOT_MODIFIED.into_response()

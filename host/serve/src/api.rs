@@ -60,6 +60,8 @@ pub struct AppState {
     pub stopping: AtomicBool,
     /// Change notifications (`/v1/agents/{id}/events`).
     pub events: crate::events::Hub,
+    /// The memo's builds as last printed (see [`crate::printed`]).
+    pub printed: crate::printed::Printed<proem::Built>,
 }
 
 /// The router.
@@ -427,8 +429,8 @@ async fn build(
     };
     match run_build(&state, &id, &headers, body).await {
         Ok(mut served) => {
-            let (body, content_type) = answer::build_body(&mut served, extras);
-            answer::respond(&served, body, content_type, &headers)
+            let (body, content_type, tag) = answer::build_body(&mut served, extras);
+            answer::respond(&served, body, tag, content_type, &headers)
         }
         Err(problem) => problem_response(&state, problem),
     }
@@ -445,7 +447,7 @@ async fn litellm_prompt(State(state): State<Arc<AppState>>, RawQuery(query): Raw
         }
     };
     match run_build(&state, &agent, &HeaderMap::new(), Body::from(body)).await {
-        Ok(served) => match crate::litellm::answer(&agent, &served.text, &served.built.stable_hash) {
+        Ok(served) => match crate::litellm::answer(&agent, served.text(), &served.built.stable_hash) {
             Some(answer) => axum::Json(answer).into_response(),
             None => problem_response(&state, internal_error("the openai rendering had no system message")),
         },
@@ -474,7 +476,7 @@ async fn inspect(
                 })
                 .collect();
             let body = json!({ "build": &*served.built, "section_hashes": hashes, "stale": served.stale });
-            answer::respond(&served, body.to_string(), "application/json", &headers)
+            answer::respond(&served, body.to_string().into(), None, "application/json", &headers)
         }
         Err(problem) => problem_response(&state, problem),
     }
@@ -495,8 +497,9 @@ async fn run_build(state: &Arc<AppState>, asked: &str, headers: &HeaderMap, body
     let (request, permit) = if small {
         let bytes = read_body(state, body, deadline).await?;
         let request = parse_request(&bytes)?;
-        if let Some((built, text)) = memoised(state, id, &assembler, &request, &dir)? {
-            return Ok(Served { agent: id.to_string(), built, text, format: request.format(), stale });
+        if let Some((built, printing)) = memoised(state, id, &assembler, &request, &dir)? {
+            let (text, tag) = (printing.text.clone(), Some(printing.tag.clone()));
+            return Ok(Served { agent: id.to_string(), built, text, tag, format: request.format(), stale });
         }
         (request, take_slot(state, deadline).await?)
     } else {
@@ -529,7 +532,8 @@ async fn run_build(state: &Arc<AppState>, asked: &str, headers: &HeaderMap, body
     match outcome {
         Ok((built, text)) => {
             state.metrics.build(id, "ok", elapsed, Some(&built), memo_hit);
-            Ok(Served { agent: id.to_string(), built, text, format: request.format(), stale })
+            let text = text.into();
+            Ok(Served { agent: id.to_string(), built, text, tag: None, format: request.format(), stale })
         }
         Err(e) => {
             let problem = problem_of(e, &dir);
@@ -617,20 +621,28 @@ fn parse_request(bytes: &[u8]) -> Result<BuildRequest, Problem> {
 /// A build the memo holds, answered here on the async thread: no slot, no
 /// hand-off to the blocking pool (a tools file would mean a read, so that
 /// goes the long way: `memoised` says `None`). Only for bodies small enough
-/// to parse here.
+/// to parse here. Printed once per build and format (`state.printed`); a
+/// `strict` request is printed each time (whether it fails is its own).
 fn memoised(
     state: &AppState,
     id: &str,
     assembler: &proem::Assembler,
     request: &BuildRequest,
     dir: &FsPath,
-) -> Result<Option<(Arc<proem::Built>, String)>, Problem> {
+) -> Result<Option<MemoHit>, Problem> {
     let started = Instant::now();
     let Some(built) = assembler.memoised_shared(&request.turn) else { return Ok(None) };
-    let text = proem_core::request::respond(&built, request).map_err(|e| problem_of(e, dir))?;
+    let print = || proem_core::request::respond(&built, request).map_err(|e| problem_of(e, dir));
+    let printing = match request.strict {
+        true => Arc::new(crate::printed::Printing::new(print()?)),
+        false => state.printed.get_or_print(&built, request.format(), print)?,
+    };
     state.metrics.build(id, "ok", started.elapsed(), Some(&built), true);
-    Ok(Some((built, text)))
+    Ok(Some((built, printing)))
 }
+
+/// A build the memo answered, as printed for the request.
+type MemoHit = (Arc<proem::Built>, Arc<crate::printed::Printing>);
 
 /// A build slot: a free one at once, else a wait in the queue, or 503 when
 /// too many are waiting already or the deadline passes first.
@@ -749,6 +761,7 @@ mod tests {
             guard: Guard::new(listen, &[]).unwrap(),
             stopping: AtomicBool::new(false),
             events: crate::events::Hub::default(),
+            printed: crate::printed::Printed::default(),
         })
     }
 

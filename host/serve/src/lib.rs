@@ -29,6 +29,7 @@ pub mod litellm;
 pub mod log;
 pub mod metrics;
 pub mod page;
+pub mod printed;
 pub mod request_id;
 pub mod wording;
 
@@ -133,6 +134,7 @@ pub fn run(options: Options, ready: impl FnOnce(SocketAddr)) -> Result<(), Strin
             guard,
             stopping: AtomicBool::new(false),
             events: events::Hub::default(),
+            printed: printed::Printed::default(),
         });
         let reloader = tokio::spawn(reload_loop(state.clone()));
         let saver = tokio::spawn(save_loop());

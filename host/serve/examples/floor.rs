@@ -1,0 +1,34 @@
+//! The floor under `proem serve`'s figures: a server on the same stack
+//! (tokio's multi-threaded runtime, hyper through axum, HTTP/1.1 keep-alive)
+//! that answers every request with the same N bytes, made once, and does
+//! nothing else: no parsing, no build, no copy, no tag. Measured with the
+//! same wrk script on the same cores, it gives the requests a second that
+//! the machine allows for answers of that size (docs/PERFORMANCE.md,
+//! "Round three").
+//!
+//! ```sh
+//! cargo build --release -p proem-serve --example floor
+//! target/release/examples/floor 95000      # prints: listening on http://127.0.0.1:PORT
+//! wrk -t2 -c16 -d10s --latency -s benches/wrk/build.lua http://127.0.0.1:PORT
+//! ```
+
+use axum::body::Bytes;
+
+fn main() {
+    let size: usize = match std::env::args().nth(1).map(|a| a.parse()) {
+        None => 95_000,
+        Some(Ok(n)) if n <= 64 << 20 => n,
+        Some(_) => {
+            eprintln!("usage: floor [BYTES]  (the answer's size, at most 64 MiB; default 95000)");
+            std::process::exit(2);
+        }
+    };
+    let body = Bytes::from(vec![b'x'; size]);
+    let app = axum::Router::new().fallback(move || std::future::ready(body.clone()));
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a loopback port");
+        println!("listening on http://{}", listener.local_addr().expect("its address"));
+        axum::serve(listener, app).await.expect("serves");
+    });
+}
