@@ -10,8 +10,9 @@
 
 use axum::body::Bytes;
 use proem_core::render::Format;
+use proem_core::sync::Lock;
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// Printings kept: the memo's hits in flight across agents and formats.
 /// Memory: at most this many answers (each held by the build memo too).
@@ -39,12 +40,12 @@ type Entry<B> = (Arc<B>, Format, Arc<Printing>);
 
 /// The last printings, by build and format.
 pub struct Printed<B> {
-    kept: Mutex<VecDeque<Entry<B>>>,
+    kept: Lock<VecDeque<Entry<B>>>,
 }
 
 impl<B> Default for Printed<B> {
     fn default() -> Self {
-        Printed { kept: Mutex::new(VecDeque::with_capacity(KEPT)) }
+        Printed { kept: Lock::new(VecDeque::with_capacity(KEPT)) }
     }
 }
 
@@ -61,11 +62,11 @@ impl<B> Printed<B> {
         let found = |kept: &VecDeque<Entry<B>>| {
             kept.iter().find(|(b, f, _)| Arc::ptr_eq(b, built) && *f == format).map(|(_, _, p)| p.clone())
         };
-        if let Some(printing) = found(&self.lock()) {
+        if let Some(printing) = found(&self.kept.lock()) {
             return Ok(printing);
         }
         let printing = Arc::new(Printing::new(print()?));
-        let mut kept = self.lock();
+        let mut kept = self.kept.lock();
         if found(&kept).is_none() {
             if kept.len() >= KEPT {
                 kept.pop_front();
@@ -77,18 +78,12 @@ impl<B> Printed<B> {
 
     /// How many printings are kept.
     pub fn len(&self) -> usize {
-        self.lock().len()
+        self.kept.lock().len()
     }
 
     /// Whether none is kept.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<Entry<B>>> {
-        // A panic while the lock was held left the list whole (each change
-        // is one push or pop): go on with it.
-        self.kept.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
