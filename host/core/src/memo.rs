@@ -699,6 +699,16 @@ impl<K: SharedInputs, T: Clone> LastOfShared<K, T> {
             }
         }
     }
+
+    /// [`LastOfShared::get_or_compute`] when `on` (its cache switch), else
+    /// `compute`'s value alone: nothing kept, and the inputs, which may
+    /// cost a hash, not made.
+    pub fn get_or_compute_if(&self, on: bool, inputs: impl FnOnce() -> K, compute: impl FnOnce() -> T) -> T {
+        match on {
+            true => self.get_or_compute(&inputs(), compute),
+            false => compute(),
+        }
+    }
 }
 
 /// Results of recent builds, valid while `snapshot` is.

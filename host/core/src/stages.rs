@@ -283,10 +283,7 @@ impl Assembler {
     /// lists (shared by the render, prepared-tools and workspace memos).
     fn workspace_rows(&self, lists: WorkspaceLists) -> WorkspaceRows {
         let compute = || Arc::new(crate::stable_inputs::workspace_rows(&lists.0, &lists.1, &lists.2));
-        match self.caching.workspace_reads {
-            true => self.workspace_rows.get_or_compute(&lists, compute),
-            false => compute(),
-        }
+        self.workspace_rows.get_or_compute_if(self.caching.workspace_reads, || lists.clone(), compute)
     }
 
     /// A slot for the tokens of each of `files`, filled when first counted:
@@ -294,13 +291,8 @@ impl Assembler {
     /// tokenizer (a count depends on nothing else).
     fn file_tokens_of(&self, files: &InjectedFiles, counter: &TokenCounter) -> Arc<Vec<std::sync::OnceLock<usize>>> {
         let compute = || Arc::new(files.iter().map(|_| std::sync::OnceLock::new()).collect());
-        match self.caching.token_counts {
-            true => {
-                let tokenizer = crate::memo::KeyHasher::default().str(counter.tokenizer().name()).finish();
-                self.file_tokens.get_or_compute(&(files.clone(), tokenizer), compute)
-            }
-            false => compute(),
-        }
+        let inputs = || (files.clone(), crate::memo::KeyHasher::default().str(counter.tokenizer().name()).finish());
+        self.file_tokens.get_or_compute_if(self.caching.token_counts, inputs, compute)
     }
 
     /// The report's `stable_inputs` ([`crate::stable_inputs::collect`]),
@@ -317,23 +309,15 @@ impl Assembler {
             })
             .into()
         };
-        match self.caching.workspace_reads {
-            true => {
-                let key = (workspace.clone(), crate::stable_inputs::sections_key(sections));
-                self.stable_inputs.get_or_compute(&key, compute)
-            }
-            false => compute(),
-        }
+        let inputs = || (workspace.clone(), crate::stable_inputs::sections_key(sections));
+        self.stable_inputs.get_or_compute_if(self.caching.workspace_reads, inputs, compute)
     }
 
     /// [`native_tool_schemas`] of `tools`, reused while the build gets the
     /// same prepared list (one per tool list: [`Assembler::prepare_tools`]).
     fn native_schemas_of(&self, tools: &Arc<Vec<PromptTool>>) -> Arc<str> {
         let compute = || native_tool_schemas(tools).into();
-        match self.caching.prepared_tools {
-            true => self.native_schemas.get_or_compute(tools, compute),
-            false => compute(),
-        }
+        self.native_schemas.get_or_compute_if(self.caching.prepared_tools, || tools.clone(), compute)
     }
 
     /// What the plugins see of this build (`None` without plugins).
