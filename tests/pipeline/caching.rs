@@ -666,6 +666,9 @@ proptest::proptest! {
         let assembler = agent.assembler();
         let mut uncached = agent.assembler();
         uncached.set_caching(Caching::NONE);
+        // What `proem build` uses: only the caches with a half on disk.
+        let mut one_build = agent.assembler();
+        one_build.set_caching(Caching::ONE_BUILD);
         let mut turn = Turn { now: Some(proem_core::turn::parse_now("2026-03-07T22:30:00Z").unwrap()), ..Turn::default() };
         for (i, (field, pick)) in changes.into_iter().enumerate() {
             change_one_field(&mut turn, field, pick);
@@ -673,6 +676,8 @@ proptest::proptest! {
                 (Ok(built), Ok(expected)) => {
                     proptest::prop_assert_eq!(comparable(&built), comparable(&expected), "step {}", i);
                     proptest::prop_assert_eq!(&built.stable_hash, &expected.stable_hash, "step {}", i);
+                    let once = one_build.build(&turn).expect("the same turn builds with the one-build caches");
+                    proptest::prop_assert_eq!(comparable(&once), comparable(&expected), "step {} (one build)", i);
                 }
                 (Err(a), Err(b)) => proptest::prop_assert_eq!(a.to_string(), b.to_string()),
                 (a, b) => proptest::prop_assert!(false, "step {i}: {:?} vs {:?}", a.map(|b| b.prompt), b.map(|b| b.prompt)),

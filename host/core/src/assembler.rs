@@ -22,7 +22,6 @@ use crate::tools;
 use crate::turn::{parse_tools, ChatKind, Tool, Tools, Turn};
 use crate::workspace::{Unavailable, Workspace};
 use crate::zone::Zone;
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -65,7 +64,7 @@ pub struct Assembler {
     /// Characters of recent section bodies, by their xxh3-128 (the report's
     /// `chars` is a pass over ~90 KB of its own). Cleared at
     /// [`SECTION_CHARS_LIMIT`] entries; kept unless token counts are off.
-    pub(crate) section_chars: Lock<HashMap<u128, usize>>,
+    pub(crate) section_chars: Lock<crate::digest_map::DigestMap<usize>>,
     /// What the last render made of the files, the skills and the stable
     /// sections (see `RenderMemos`).
     pub(crate) render_memos: crate::core_sections::RenderMemos,
@@ -156,7 +155,7 @@ impl Assembler {
             None => None,
         };
         Ok(Assembler {
-            render_memos: crate::core_sections::RenderMemos::for_config(&config),
+            render_memos: crate::core_sections::RenderMemos::default(),
             config_inputs: crate::stable_inputs::config_inputs(&config),
             workspace,
             config,
@@ -259,8 +258,15 @@ impl Assembler {
         };
         if !self.caching.builds {
             // Only plugin outputs are memoised: their check need only come
-            // before the plugins run, so it overlaps the file reads.
-            return self.build_fresh(turn, contributed, now, &|| Some(refresh()), None, None).map(Answer::Fresh);
+            // before the plugins run, so it overlaps the file reads. Only a
+            // plugin that may read the workspace is keyed by it
+            // (`PluginSet::call_keys`): with none, no file check at all (a
+            // `proem build` process: ~50 stats).
+            let keys = || match self.plugins.reads_workspace() {
+                true => Some(refresh()),
+                false => Some(MemoKeys { generation: 0, workspace_stamp: None }),
+            };
+            return self.build_fresh(turn, contributed, now, &keys, None, None).map(Answer::Fresh);
         }
         // A build memoised under a generation must have read its files after
         // that generation's check: the check comes first.

@@ -62,7 +62,7 @@ pub struct StableInputs<'a> {
     /// against it).
     pub budget_tokens: usize,
     /// The assembler's render memos, when it keeps them (made for this
-    /// `config`: see [`RenderMemos::for_config`]).
+    /// `config`, the only one they serve: see [`RenderMemos`]).
     pub memos: Option<&'a RenderMemos>,
 }
 
@@ -97,12 +97,11 @@ pub struct TurnInputs {
 /// What a render reuses from the last one when its inputs are the same: a
 /// turn with a new clock caps the same ~90 KB of files, lists the same
 /// skills the same way and renders the same stable sections. Each is keyed
-/// by everything it is made from.
+/// by everything it is made from but the config: one set of memos serves
+/// one config, the assembler's (fixed for its life; `Assembler` owns both
+/// and never replaces its config).
 #[derive(Debug, Default)]
 pub struct RenderMemos {
-    /// The config these memos were made for, hashed (stable sections read
-    /// it; it is fixed for an assembler's life).
-    config_key: u128,
     /// The files as injected (capped and neutralised).
     injected: LastValue<Arc<Vec<InjectedFile>>>,
     /// The skills section's body.
@@ -114,15 +113,6 @@ pub struct RenderMemos {
     pub(crate) stable_part: LastValue<Arc<StablePart>>,
     /// How many times `stable_part` was reused.
     pub(crate) stable_part_reuses: std::sync::atomic::AtomicU64,
-}
-
-impl RenderMemos {
-    /// Memos for renders with this config (and no other).
-    pub fn for_config(config: &Config) -> RenderMemos {
-        let mut h = KeyHasher::default();
-        h.str(&format!("{config:?}"));
-        RenderMemos { config_key: h.finish(), ..RenderMemos::default() }
-    }
 }
 
 /// The stable part of a render, joined and counted (what `budget::fit`
@@ -220,8 +210,8 @@ fn injected_key(inputs: &StableInputs, file_caps: &BTreeMap<String, usize>) -> u
     let b = &inputs.config.budget;
     h.str(inputs.mode.as_str()).num(inputs.config.per_file_chars() as u64).num(b.total_file_chars as u64);
     // Which files each group takes and which groups the mode shows come
-    // from the layout: part of the config these memos are made for
-    // (`RenderMemos::for_config`), and the mode is above.
+    // from the layout: part of the config these memos serve (one config
+    // per `RenderMemos`), and the mode is above.
     h.num(b.head_ratio.to_bits()).num(b.tail_ratio.to_bits());
     h.str(&format!("{:?}", inputs.config.bootstrap.missing_marker)).str(&inputs.workspace_path);
     h.num(file_caps.len() as u64);
@@ -253,16 +243,16 @@ fn skills_key(inputs: &StableInputs, knobs: &Knobs) -> u128 {
 
 /// Everything [`stable_sections`] reads: every field of [`StableInputs`]
 /// (destructured, so a new field cannot be left out), the files as
-/// injected (`injected`: their [`injected_key`]), the skills knobs, and the
-/// config (`config_key`, from the memos made for it).
-fn stable_key(inputs: &StableInputs, knobs: &Knobs, injected: u128, config_key: u128) -> u128 {
+/// injected (`injected`: their [`injected_key`]) and the skills knobs; the
+/// config is the one the memos serve (see [`RenderMemos`]).
+fn stable_key(inputs: &StableInputs, knobs: &Knobs, injected: u128) -> u128 {
     let StableInputs {
         mode,
         session,
         agent_id,
         agent_name,
         kind,
-        config: _, // config_key
+        config: _, // the memos' own (one config per RenderMemos)
         files: _,  // injected (what stable_sections reads of them)
         skills: _, // skills_key
         tools,
@@ -272,7 +262,7 @@ fn stable_key(inputs: &StableInputs, knobs: &Knobs, injected: u128, config_key: 
         memos: _, // where the result is kept, not an input
     } = inputs;
     let mut h = KeyHasher::default();
-    h.num128(config_key).num128(injected);
+    h.num128(injected);
     let skills = skills_key(inputs, knobs);
     h.num128(skills);
     h.str(mode.as_str()).str(&format!("{session:?}")).str(agent_id).str(agent_name).str(&format!("{kind:?}"));
@@ -309,7 +299,7 @@ pub fn render(inputs: &CoreInputs, knobs: &Knobs) -> CoreRender {
         Some(memos) => memos.injected.get_or_compute(injected, inject),
         None => inject(),
     };
-    let stable_key = stable.memos.map(|memos| stable_key(stable, knobs, injected, memos.config_key));
+    let stable_key = stable.memos.map(|_| stable_key(stable, knobs, injected));
     let stable_sections = match stable.memos.zip(stable_key) {
         Some((memos, key)) => memos.stable.get_or_compute(key, || Arc::new(stable_sections(stable, knobs, &files))),
         None => Arc::new(stable_sections(stable, knobs, &files)),

@@ -200,17 +200,17 @@ fn fail<T>(key: &'static str, message: String) -> Result<T, LayoutError> {
     Err(LayoutError { key, message })
 }
 
-/// The default layout's TOML (proem's own prompt).
+/// The default layout's TOML (proem's own prompt), the file users read;
+/// builds take the same entries from [`DEFAULT_ROWS`].
+#[cfg(test)]
 pub const DEFAULT_TOML: &str = include_str!("presets/default.toml");
 
 impl Layout {
     /// proem's default layout.
     pub fn default_layout() -> &'static Layout {
         static DEFAULT: OnceLock<Layout> = OnceLock::new();
-        DEFAULT.get_or_init(|| {
-            let entries = layout_entries(DEFAULT_TOML).expect("the default layout file parses");
-            Layout::from_entries(&entries, "sections").expect("the default layout is valid")
-        })
+        DEFAULT
+            .get_or_init(|| Layout::from_entries(default_entries(), "sections").expect("the default layout is valid"))
     }
 
     /// A layout from `config`: its `sections`, else `base` (a preset's),
@@ -377,6 +377,7 @@ impl Default for Layout {
 }
 
 /// The entries of a layout file: its `[layout] sections`.
+#[cfg(test)]
 pub fn layout_entries(toml_text: &str) -> Result<Vec<EntryConfig>, String> {
     #[derive(Deserialize, Serialize)]
     struct File {
@@ -386,15 +387,122 @@ pub fn layout_entries(toml_text: &str) -> Result<Vec<EntryConfig>, String> {
     file.layout.sections.ok_or_else(|| "the file has no [layout] sections".to_string())
 }
 
+/// The entries of [`DEFAULT_TOML`], made once per process (the default
+/// layout, its headings and the table order all read them) from
+/// [`DEFAULT_ROWS`], the same entries written as Rust: parsing the TOML
+/// took ~460 K instructions, 4% of a whole `proem build` process.
+fn default_entries() -> &'static [EntryConfig] {
+    static ENTRIES: OnceLock<Vec<EntryConfig>> = OnceLock::new();
+    ENTRIES.get_or_init(|| DEFAULT_ROWS.iter().map(DefaultRow::entry).collect())
+}
+
+/// One entry of the default layout: id, heading, modes, zone, variants.
+struct DefaultRow(
+    &'static str,
+    Option<&'static str>,
+    Option<&'static [Mode]>,
+    Option<Zone>,
+    &'static [(&'static str, &'static str)],
+);
+
+impl DefaultRow {
+    fn entry(&self) -> EntryConfig {
+        let DefaultRow(id, heading, modes, zone, variants) = *self;
+        EntryConfig {
+            id: id.to_string(),
+            heading: heading.map(str::to_string),
+            modes: modes.map(<[Mode]>::to_vec),
+            zone,
+            variants: variants.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        }
+    }
+}
+
+const fn row(
+    id: &'static str,
+    heading: Option<&'static str>,
+    modes: Option<&'static [Mode]>,
+    zone: Option<Zone>,
+    variants: &'static [(&'static str, &'static str)],
+) -> DefaultRow {
+    DefaultRow(id, heading, modes, zone, variants)
+}
+
+/// [`DEFAULT_TOML`]'s `[layout] sections`, row for row (the test
+/// `the_default_rows_are_the_default_toml` holds them equal: a change to
+/// the file is made here too).
+const DEFAULT_ROWS: &[DefaultRow] = {
+    use Mode as M;
+    &[
+        row("identity", Some(""), Some(&[M::Full, M::Task, M::Minimal, M::None]), None, &[]),
+        row("first_run", Some("First Run"), Some(&[M::Full, M::Task, M::Minimal, M::None]), None, &[]),
+        row("persona", Some("Persona"), Some(&[M::Full, M::Task]), None, &[]),
+        row("identity_anchor", Some("Identity Guard"), Some(&[M::Full, M::Task, M::Minimal]), None, &[]),
+        row("self_evolution", Some("Self-Evolution"), Some(&[M::Full]), None, &[]),
+        row("tooling", Some("Tooling"), Some(&[M::Full, M::Task, M::Minimal, M::None]), None, &[]),
+        row("interaction_style", Some("Interaction Style"), Some(&[M::Full, M::Task]), None, &[]),
+        row("shell", Some("Shell"), Some(&[M::Full]), None, &[]),
+        row("long_running", Some("Long-Running Work"), Some(&[M::Full]), None, &[]),
+        row("tool_call_style", Some("Tool Call Style"), Some(&[M::Full]), None, &[]),
+        row("execution_bias", Some("Execution Bias"), Some(&[M::Full, M::Task]), None, &[]),
+        row("stable_prefix", None, None, None, &[]),
+        row("safety", Some("Safety"), Some(&[M::Full, M::Task, M::Minimal, M::None]), None, &[]),
+        row("skills", Some("Skills"), Some(&[M::Full, M::Task]), None, &[]),
+        row("skills", Some("Pinned Skills"), Some(&[M::Minimal, M::None]), None, &[]),
+        row("mcp_tools", Some("MCP Tools"), Some(&[M::Full, M::Task, M::None]), None, &[]),
+        row("workspace", Some("Workspace"), Some(&[M::Full, M::Task, M::Minimal, M::None]), None, &[]),
+        row("team", Some("Team"), Some(&[M::Full, M::Task, M::Minimal]), None, &[]),
+        row("sandbox", Some("Sandbox"), Some(&[M::Full, M::Task, M::Minimal]), None, &[]),
+        row("owners", Some("Owners"), Some(&[M::Full]), None, &[]),
+        row("output_format", Some("Output Format"), Some(&[M::Full, M::Task]), None, &[]),
+        row("voice", Some("Voice"), Some(&[M::Full, M::Task]), None, &[]),
+        row("reactions", Some("Reactions"), Some(&[M::Full, M::Task, M::Minimal]), None, &[]),
+        row(
+            "project_context",
+            Some("Project Context"),
+            Some(&[M::Full, M::Task, M::Minimal]),
+            None,
+            &[("predefined", "Agent Configuration")],
+        ),
+        row("memory_recall", Some("Memory"), Some(&[M::Full, M::Task, M::Minimal]), None, &[]),
+        row("silent_replies", Some("Silent Replies"), Some(&[M::Full, M::Task]), None, &[]),
+        row("time", Some("Date"), Some(&[M::Full, M::Task, M::Minimal]), Some(Zone::Dynamic), &[]),
+        row("channel_formatting", Some("Formatting"), Some(&[M::Full]), Some(Zone::Dynamic), &[]),
+        row("channel_capabilities", Some("Channel Capabilities"), Some(&[M::Full, M::Task]), Some(Zone::Dynamic), &[]),
+        row(
+            "group_reply",
+            Some("Group Replies"),
+            Some(&[M::Full]),
+            Some(Zone::Dynamic),
+            &[("silent", "Silent Replies")],
+        ),
+        row(
+            "extra_context",
+            Some("Additional Context"),
+            Some(&[M::Full, M::Task, M::None]),
+            Some(Zone::Dynamic),
+            &[("group", "Group Chat Context")],
+        ),
+        row("extra_context", Some("Subagent Context"), Some(&[M::Minimal]), Some(Zone::Dynamic), &[]),
+        row("dynamic_files", Some("Per-Turn Files"), Some(&[M::Full, M::Task, M::Minimal]), Some(Zone::Dynamic), &[]),
+        row("subagents", Some("Sub-Agents"), Some(&[M::Full]), Some(Zone::Dynamic), &[]),
+        row("runtime", Some("Runtime"), Some(&[M::Full, M::Task, M::Minimal, M::None]), Some(Zone::Dynamic), &[]),
+        row("recency", Some("Reminder"), Some(&[M::Full]), Some(Zone::Dynamic), &[]),
+        row(
+            "tool_protocol",
+            Some("Tool Call Protocol"),
+            Some(&[M::Full, M::Task, M::Minimal, M::None]),
+            Some(Zone::Dynamic),
+            &[],
+        ),
+        row("dynamic_suffix", None, None, None, &[]),
+    ]
+};
+
 /// The heading an entry gets when it names none: the default layout's
 /// first entry for that id ("" for the ends and ids it does not have).
 fn default_heading(id: &str) -> String {
-    static HEADINGS: OnceLock<Vec<(String, String)>> = OnceLock::new();
-    let headings = HEADINGS.get_or_init(|| {
-        let entries = layout_entries(DEFAULT_TOML).expect("the default layout file parses");
-        entries.into_iter().map(|e| (e.id, e.heading.unwrap_or_default())).collect()
-    });
-    let from_default = headings.iter().find(|(i, _)| i == id).map(|(_, h)| h.clone());
+    let from_default = default_entries().iter().find(|e| e.id == id).map(|e| e.heading.clone().unwrap_or_default());
     from_default.unwrap_or_else(|| fallback_heading(id))
 }
 
@@ -559,8 +667,7 @@ fn rank_of(i: usize, position: &[Option<u16>]) -> Rank {
 fn table_order() -> &'static [usize] {
     static ORDER: OnceLock<Vec<usize>> = OnceLock::new();
     ORDER.get_or_init(|| {
-        let default = layout_entries(DEFAULT_TOML).expect("the default layout file parses");
-        let mut order: Vec<usize> = default.iter().filter_map(|e| anchor_index(&e.id)).collect();
+        let mut order: Vec<usize> = default_entries().iter().filter_map(|e| anchor_index(&e.id)).collect();
         // Core ids the default layout leaves out, in table order, each
         // after the table row before it.
         for (i, spec) in CORE_SECTIONS.iter().enumerate() {
@@ -667,6 +774,16 @@ mod tests {
 
     fn entry(id: &str) -> EntryConfig {
         EntryConfig { id: id.into(), heading: None, modes: None, zone: None, variants: BTreeMap::new() }
+    }
+
+    #[test]
+    fn the_default_rows_are_the_default_toml() {
+        let parsed = layout_entries(DEFAULT_TOML).expect("the default layout file parses");
+        assert_eq!(
+            default_entries(),
+            parsed.as_slice(),
+            "presets/default.toml and DEFAULT_ROWS (layout.rs) differ: a change to one is made to the other"
+        );
     }
 
     #[test]

@@ -93,6 +93,14 @@ impl Caching {
         prepared_tools: false,
         workspace_reads: false,
     };
+
+    /// For an assembler that builds once and is gone (a `proem build`
+    /// process): nothing is kept in memory for a next build that never
+    /// comes (no copies for the memos to keep, no keys to hash for them);
+    /// on are only the caches with a half on disk, which serve the next
+    /// process: token counts and plugin outputs. Builds the same bytes as
+    /// [`Caching::default`] (every memo returns what would be computed).
+    pub const ONE_BUILD: Caching = Caching { token_counts: true, plugin_outputs: true, ..Caching::NONE };
 }
 
 /// What a stat said about one path (`None`: it did not exist or could not be

@@ -241,7 +241,7 @@ impl Assembler {
         let notes_from = diagnostics.len();
         let mut config_tools = Vec::new();
         let (files, plugin_memo, tools) = crate::parallel::in_place_scope(|scope| {
-            if with_skills {
+            if let (true, Some(scope)) = (with_skills, scope) {
                 scope.spawn(|_| read_skills());
             }
             let plugin_memo = plugin_memo();

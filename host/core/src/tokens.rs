@@ -12,9 +12,9 @@
 //! replace among themselves and never push a kept count out.
 
 use crate::cache_dir::CacheDir;
+use crate::digest_map::DigestMap;
 use crate::sync::Lock;
 use proem_bpe::Encoder;
-use std::collections::HashMap;
 use xxhash_rust::xxh3::xxh3_128;
 
 /// The vocabularies proem counts with.
@@ -143,13 +143,13 @@ pub struct TokenCounter {
 #[derive(Debug, Default)]
 struct Memo {
     /// Every count, with the `tick` it was last used.
-    counts: HashMap<u128, Kept>,
+    counts: DigestMap<Kept>,
     /// Whole texts counted in this process (see [`WHOLE_LIMIT`]), and
     /// whether their pieces were kept.
-    wholes: HashMap<u128, (u32, bool)>,
+    wholes: DigestMap<(u32, bool)>,
     /// The counts of kept texts (see [`TokenCounter::count_kept`]), with
     /// the `tick` each was last used.
-    kept: HashMap<u128, Kept>,
+    kept: DigestMap<Kept>,
     /// The clock of `counts` and `kept`: one tick per text counted.
     tick: u64,
     /// Entries `counts` or `kept` gained since the last load or save.

@@ -215,7 +215,7 @@ pub struct PluginSet {
     runtime: &'static dyn Runtime,
     /// Successful outcomes by [`call_key`]: a plugin is a pure function of
     /// what it can observe, so an identical call is not made twice.
-    memo: Lock<HashMap<u128, Outcome>>,
+    memo: Lock<crate::digest_map::DigestMap<Outcome>>,
     /// Answers kept across processes (`None`: no cache directory).
     answers: Option<Answers>,
 }
