@@ -867,6 +867,11 @@ fn near_misses(doc: &Value, schema: &Value, depth: usize) -> Vec<(Value, Value)>
             let mut o = base.clone();
             o.insert("zz_unknown".into(), json!(1));
             pairs.push((fit.clone(), Value::Object(o)));
+            // An array standing for the object: its members' values in
+            // order (what serde's derive reads as a struct's fields) and
+            // the object itself in a list.
+            pairs.push((fit.clone(), Value::Array(base.values().cloned().collect())));
+            pairs.push((fit.clone(), json!([fit.clone()])));
         }
         if let Some(items) = schema.get("items") {
             pairs.extend(near_misses(doc, items, depth + 1).into_iter().map(|(f, m)| (json!([f]), json!([m]))));

@@ -379,12 +379,25 @@ fn missing_marker(style: MissingMarker, name: &str, workspace_path: &str) -> Opt
 /// Wraps one file for the prompt: a heading and an XML-ish wrapper whose
 /// closing tag the content cannot forge (it was neutralised).
 pub fn wrap(file: &InjectedFile, kind: AgentKind) -> String {
+    let mut out = String::new();
+    wrap_into(&mut out, file, kind);
+    out
+}
+
+/// [`wrap`], appended to `out` (reserved once: the file's text is most of
+/// it, and a growing `format!` copied it several times).
+pub fn wrap_into(out: &mut String, file: &InjectedFile, kind: AgentKind) {
     let tag = match kind {
         AgentKind::Predefined if !matches!(file.name.as_str(), "USER.md" | "BOOTSTRAP.md") => "internal_config",
         _ => "context_file",
     };
     let heading = one_line(&file.name, 120);
-    format!("### {heading}\n<{tag} name=\"{}\">\n{}\n</{tag}>", xml_escape(&heading), file.text)
+    let name = xml_escape(&heading);
+    let pieces = ["### ", &heading, "\n<", tag, " name=\"", &name, "\">\n", &file.text, "\n</", tag, ">"];
+    out.reserve(pieces.iter().map(|p| p.len()).sum());
+    for piece in pieces {
+        out.push_str(piece);
+    }
 }
 
 #[cfg(test)]

@@ -899,7 +899,7 @@ fn with_preset(preset: Preset, source: &str, path: &Path) -> Result<Config, Proe
     let mut merged: toml::Table = toml::from_str(preset.toml()).map_err(|e| broken(&e))?;
     let own: toml::Table = toml::from_str(source).map_err(|e| broken(&e))?;
     lay_over(&mut merged, own);
-    toml::Value::Table(merged).try_into().map_err(|e| broken(&e))
+    Config::deserialize(crate::strict_de::Strict(toml::Value::Table(merged))).map_err(|e| broken(&e))
 }
 
 /// Lays `top` over `base`: tables merge key by key, anything else replaces.
@@ -937,7 +937,10 @@ impl Config {
         // Parsed once: its lists are checked, then the typed config is read from it.
         let document = toml::de::DeTable::parse(source).map_err(located)?;
         check_lists_in_table(document.get_ref(), "", source, path)?;
-        let config = Config::deserialize(toml::de::Deserializer::from(document)).map_err(located)?;
+        // Tables from tables only: serde's derive alone also reads a list as
+        // a table's keys in order (`budget = [4000]`).
+        let config =
+            Config::deserialize(crate::strict_de::Strict(toml::de::Deserializer::from(document))).map_err(located)?;
         let mut config = match config.agent.preset {
             None => config,
             Some(preset) => with_preset(preset, source, path)?,
@@ -1403,6 +1406,43 @@ mod tests {
 
     fn parse(s: &str) -> Result<Config, ProemError> {
         Config::parse(s, Path::new("agent/proem.toml"))
+    }
+
+    /// Every table of the config (each struct and map, at every depth, as
+    /// the default config serialises them), written as a list instead, is
+    /// refused naming its key, with and without a preset laid under it:
+    /// serde's derive alone read `budget = [4000]` as `[budget] tokens =
+    /// 4000`.
+    #[test]
+    fn a_list_never_stands_for_a_table() {
+        fn tables(table: &toml::Table, prefix: &str, out: &mut Vec<String>) {
+            for (key, value) in table {
+                if let toml::Value::Table(inner) = value {
+                    let path = format!("{prefix}{key}");
+                    tables(inner, &format!("{path}."), out);
+                    out.push(path);
+                }
+            }
+        }
+        let mut paths = Vec::new();
+        tables(&toml::Table::try_from(Config::default()).unwrap(), "", &mut paths);
+        assert!(paths.len() >= 14, "{paths:?}");
+        for path in &paths {
+            for list in ["[1]", "[\"x\"]", "[[1]]"] {
+                let mut texts = vec![format!("{path} = {list}\n")];
+                if !path.starts_with("agent") {
+                    texts.push(format!("{path} = {list}\nagent.preset = \"openclaw\"\n"));
+                }
+                for text in texts {
+                    let e = parse(&text).expect_err(&text).to_string();
+                    assert!(e.contains("a table") || e.contains("a map"), "{text}: {e}");
+                }
+            }
+        }
+        let e = parse("[[plugins]]\nid = \"a\"\npath = \"a.wasm\"\n[[plugins]]\n").unwrap_err().to_string();
+        assert!(!e.contains("a table"), "{e}");
+        let e = parse("plugins = [[\"a\", \"a.wasm\"]]").unwrap_err().to_string();
+        assert!(e.contains("a table") && e.contains("plugins"), "{e}");
     }
 
     #[test]

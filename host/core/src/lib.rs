@@ -38,6 +38,7 @@ pub mod section;
 pub(crate) mod skills;
 pub mod stable_inputs;
 mod stages;
+pub(crate) mod strict_de;
 pub mod sync;
 pub mod text;
 pub mod tokens;

@@ -95,10 +95,11 @@ fn fit(
 }
 
 fn assemble(text: &str, raw: usize, h: usize, t: usize, marker: &str) -> Truncated {
-    let mut out = String::with_capacity(text.len().min(h.saturating_add(t).saturating_mul(4)) + marker.len());
-    out.push_str(take_head(text, h));
+    let (head, tail) = (take_head(text, h), take_tail(text, raw, t));
+    let mut out = String::with_capacity(head.len() + marker.len() + tail.len());
+    out.push_str(head);
     out.push_str(marker);
-    out.push_str(take_tail(text, raw, t));
+    out.push_str(tail);
     Truncated { text: out, raw_chars: raw, head_chars: h, tail_chars: t, truncated: true }
 }
 

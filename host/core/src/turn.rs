@@ -41,40 +41,21 @@ impl std::str::FromStr for ChatKind {
     }
 }
 
-/// A tool the model may call this turn.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+/// A tool the model may call this turn. Read from JSON by
+/// [`parse_tools`] (a tools file) and the body's `tools`, by hand: every
+/// member with the type the OpenAPI document gives it.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Tool {
     /// Name as the model calls it.
     pub name: String,
-    /// What it does.
-    #[serde(default)]
+    /// What it does ("" when not given).
     pub description: String,
     /// JSON schema of its arguments: an object, or null for none (any
-    /// other value is refused, naming the field, as the service's OpenAPI
-    /// document says).
-    #[serde(default, deserialize_with = "schema_object_or_null")]
+    /// other value is refused, as the service's OpenAPI document says).
     pub parameters: Option<serde_json::Value>,
     /// The MCP server it comes from, when it is an MCP tool (also read from
     /// an `mcp__<server>__<tool>` name).
-    #[serde(default)]
     pub server: Option<String>,
-}
-
-/// A tool's `parameters`: a JSON object (a JSON Schema) or null.
-fn schema_object_or_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<serde_json::Value>, D::Error> {
-    match <Option<serde_json::Value> as Deserialize>::deserialize(d)? {
-        None | Some(serde_json::Value::Null) => Ok(None),
-        Some(object @ serde_json::Value::Object(_)) => Ok(Some(object)),
-        Some(other) => Err(serde::de::Error::custom(format!(
-            "a tool's parameters are a JSON Schema object or null, not {}",
-            match other {
-                serde_json::Value::Bool(_) => "a boolean",
-                serde_json::Value::Number(_) => "a number",
-                serde_json::Value::String(_) => "a string",
-                _ => "an array",
-            }
-        ))),
-    }
 }
 
 /// The inputs of one turn: what the library takes, what `proem build`'s
@@ -228,79 +209,76 @@ fn budget_field<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Opt
     checked.map(|n| Some(n as usize)).map_err(serde::de::Error::custom)
 }
 
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum ToolEntry {
-    /// `{"type": "function", "function": {...}}` (OpenAI's shape). The
-    /// `type` is not read, but it is checked: when present it is a string,
-    /// as the service's OpenAPI document says (anything else is refused,
-    /// never ignored).
-    Wrapped {
-        function: Tool,
-        #[serde(default, rename = "type", deserialize_with = "a_string")]
-        _type: Option<String>,
-    },
-    /// `{"name": ..., "description": ..., "parameters": ...}`.
-    Plain(Tool),
-}
-
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum ToolsFile {
-    List(Vec<ToolEntry>),
-    Object { tools: Vec<ToolEntry> },
-}
-
-/// A field that, when present, is a string (never null).
-fn a_string<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
-    String::deserialize(deserializer).map(Some)
-}
-
 /// Parses a tools JSON document: a list (or `{"tools": [...]}`) of tools,
 /// each either plain or in OpenAI's `{"type":"function","function":{…}}` shape.
-///
-/// A document is read straight from its text when that succeeds (one pass,
-/// no JSON tree: half the time of a 30-tool file); anything that pass
-/// refuses is read again the two-pass way, which names what is wrong. The
-/// two agree on every document the one pass reads: they differ only on a
-/// member given twice (the tree keeps the last, the one pass refuses a
-/// repeated field), and a refusal goes the two-pass way.
 pub fn parse_tools(json: &str, path: &Path) -> Result<Vec<Tool>, ProemError> {
-    if let Ok(file) = serde_json::from_str::<ToolsFile>(json) {
-        return Ok(tools_of(file));
-    }
-    parse_tools_via_tree(json, path)
-}
-
-/// [`parse_tools`] through a JSON tree: the way that names the problem.
-fn parse_tools_via_tree(json: &str, path: &Path) -> Result<Vec<Tool>, ProemError> {
     let err = |message: String| ProemError::Tools { path: path.to_path_buf(), message };
     let doc: serde_json::Value = serde_json::from_str(json).map_err(|e| err(format!("invalid JSON: {e}")))?;
     tools_from_value(doc).map_err(err)
 }
 
-/// The tools of a parsed tools document (see [`parse_tools`]).
-fn tools_from_value(doc: serde_json::Value) -> Result<Vec<Tool>, String> {
-    let file: ToolsFile = serde_json::from_value(doc).map_err(|_| {
-        "expected a JSON array of tools (or {\"tools\": [...]}), each with a string \"name\" \
+/// The tools of a parsed tools document (see [`parse_tools`]; also what
+/// the service's body and a replay trace's `tools` hold), read by
+/// hand from the tree rather than by serde's derive: a derived struct also
+/// takes a JSON array as its fields in order (`["a"]` read as a tool named
+/// a, which the service's OpenAPI document refuses: every tool is an
+/// object), and an untagged enum copied the whole tree once per shape it
+/// tried. Each member is read with the type the document gives it.
+pub fn tools_from_value(doc: serde_json::Value) -> Result<Vec<Tool>, String> {
+    let refused = || {
+        "expected a JSON array of tools (or {\"tools\": [...]}), each an object with a string \"name\" \
              and \"parameters\" (if any) a JSON Schema object or null, or OpenAI's \
              {\"type\": \"function\", \"function\": {…}} with a string \"type\""
-    })?;
-    Ok(tools_of(file))
+            .to_string()
+    };
+    let list = match doc {
+        serde_json::Value::Array(list) => list,
+        serde_json::Value::Object(mut file) => match file.remove("tools") {
+            Some(serde_json::Value::Array(list)) => list,
+            _ => return Err(refused()),
+        },
+        _ => return Err(refused()),
+    };
+    list.into_iter().map(tool_entry).collect::<Option<Vec<Tool>>>().ok_or_else(refused)
 }
 
-/// The tools of a tools document, in its order.
-fn tools_of(file: ToolsFile) -> Vec<Tool> {
-    let entries = match file {
-        ToolsFile::List(l) | ToolsFile::Object { tools: l } => l,
+/// One entry of a tools list: OpenAI's `{"type": "function", "function":
+/// {…}}` when its `function` is a tool and its `type`, when present, a
+/// string; else a plain tool (which does not read `type` or `function`).
+fn tool_entry(entry: serde_json::Value) -> Option<Tool> {
+    let serde_json::Value::Object(mut entry) = entry else { return None };
+    if entry.get("type").is_none_or(serde_json::Value::is_string) {
+        if let Some(serde_json::Value::Object(function)) = entry.remove("function") {
+            if let Some(tool) = tool_of_object(function) {
+                return Some(tool);
+            }
+        }
+    }
+    tool_of_object(entry)
+}
+
+/// A tool from a JSON object's members: `name` a string; `description` a
+/// string (default ""); `parameters` an object or null (default null);
+/// `server` a string or null (default null); other members not read.
+fn tool_of_object(mut object: serde_json::Map<String, serde_json::Value>) -> Option<Tool> {
+    use serde_json::Value;
+    let Some(Value::String(name)) = object.remove("name") else { return None };
+    let description = match object.remove("description") {
+        None => String::new(),
+        Some(Value::String(d)) => d,
+        Some(_) => return None,
     };
-    entries
-        .into_iter()
-        .map(|e| match e {
-            ToolEntry::Wrapped { function, .. } => function,
-            ToolEntry::Plain(t) => t,
-        })
-        .collect()
+    let parameters = match object.remove("parameters") {
+        None | Some(Value::Null) => None,
+        Some(p @ Value::Object(_)) => Some(p),
+        Some(_) => return None,
+    };
+    let server = match object.remove("server") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s),
+        Some(_) => return None,
+    };
+    Some(Tool { name, description, parameters, server })
 }
 
 /// The largest tools file proem reads (10,000 tools with schemas fit).
@@ -325,24 +303,100 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// A JSON value for a member of a tool (any kind, some of them right).
-    fn member_value() -> impl Strategy<Value = String> {
-        prop_oneof![
-            Just("\"t\"".to_string()),
-            Just("\"a \\\"quoted\\\" n\\u00e9me\"".to_string()),
-            Just("null".to_string()),
-            Just("7".to_string()),
-            Just("1e400".to_string()),
-            Just("true".to_string()),
-            Just("[]".to_string()),
-            Just("{}".to_string()),
-            Just("{\"type\":\"object\",\"a\":1,\"a\":2}".to_string()),
-            Just("{\"name\":\"inner\"}".to_string()),
-        ]
+    /// serde's derive reading of a tools document, as proem read it before
+    /// reading it by hand: the oracle for documents where no array stands
+    /// for an object (there the derive reads the array as the fields in
+    /// order, which the OpenAPI document refuses; see
+    /// `an_array_is_never_read_as_a_tool`).
+    mod derive_oracle {
+        use serde::Deserialize;
+        use serde_json::Value;
+
+        #[derive(Deserialize)]
+        pub struct Tool {
+            pub name: String,
+            #[serde(default)]
+            pub description: String,
+            #[serde(default, deserialize_with = "object_or_null")]
+            pub parameters: Option<Value>,
+            #[serde(default)]
+            pub server: Option<String>,
+        }
+
+        fn object_or_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+            match Option::<Value>::deserialize(d)? {
+                None | Some(Value::Null) => Ok(None),
+                Some(o @ Value::Object(_)) => Ok(Some(o)),
+                Some(_) => Err(serde::de::Error::custom("not an object")),
+            }
+        }
+
+        fn a_string<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+            String::deserialize(d).map(Some)
+        }
+
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        pub enum Entry {
+            Wrapped {
+                function: Tool,
+                #[serde(default, rename = "type", deserialize_with = "a_string")]
+                _type: Option<String>,
+            },
+            Plain(Tool),
+        }
+
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        pub enum File {
+            List(Vec<Entry>),
+            Object { tools: Vec<Entry> },
+        }
+
+        /// A tool's members: name, description, parameters, server.
+        pub type Members = (String, String, Option<Value>, Option<String>);
+
+        /// The tools' members, or None.
+        pub fn read(doc: &Value) -> Option<Vec<Members>> {
+            let file: File = serde_json::from_value(doc.clone()).ok()?;
+            let (File::List(l) | File::Object { tools: l }) = file;
+            Some(
+                l.into_iter()
+                    .map(|e| match e {
+                        Entry::Wrapped { function: t, .. } | Entry::Plain(t) => {
+                            (t.name, t.description, t.parameters, t.server)
+                        }
+                    })
+                    .collect(),
+            )
+        }
     }
 
-    /// A tool object as text: members from a small set, each maybe twice.
-    fn tool_text(depth: u32) -> BoxedStrategy<String> {
+    /// A value for a member of a tool: every JSON kind, some of them right;
+    /// no array but the empty one (see [`derive_oracle`]).
+    fn member_value(depth: u32) -> BoxedStrategy<serde_json::Value> {
+        use serde_json::json;
+        let leaf = prop_oneof![
+            Just(json!("t")),
+            Just(json!("a \"quoted\" n\u{e9}me")),
+            Just(json!(null)),
+            Just(json!(7)),
+            Just(json!(1.5)),
+            Just(json!(true)),
+            Just(json!([])),
+            Just(json!({})),
+            Just(json!({"type": "object", "properties": {"x": {"type": "string"}}})),
+        ];
+        if depth == 0 {
+            prop_oneof![3 => leaf, 1 => tool_value(1)].boxed()
+        } else {
+            leaf.boxed()
+        }
+    }
+
+    /// A tool-like object: members from the names a tool entry reads (and
+    /// one it does not), half of them starting with a good name.
+    fn tool_value(depth: u32) -> BoxedStrategy<serde_json::Value> {
         let keys = prop_oneof![
             Just("name"),
             Just("description"),
@@ -352,38 +406,56 @@ mod tests {
             Just("function"),
             Just("other"),
         ];
-        let value = if depth == 0 {
-            prop_oneof![3 => member_value(), 1 => tool_text(1)].boxed()
-        } else {
-            member_value().boxed()
-        };
-        // Half of them start with a good name, so that many documents read.
-        (any::<bool>(), proptest::collection::vec((keys, value), 0..6))
+        (any::<bool>(), proptest::collection::vec((keys, member_value(depth)), 0..6))
             .prop_map(|(named, members)| {
-                let named = named.then(|| "\"name\":\"n\"".to_string());
-                let body: Vec<String> =
-                    named.into_iter().chain(members.iter().map(|(k, v)| format!("\"{k}\":{v}"))).collect();
-                format!("{{{}}}", body.join(","))
+                let mut object = serde_json::Map::new();
+                if named {
+                    object.insert("name".into(), serde_json::json!("n"));
+                }
+                for (k, v) in members {
+                    object.insert(k.to_string(), v);
+                }
+                serde_json::Value::Object(object)
             })
             .boxed()
     }
 
     proptest! {
-        /// The one-pass read of a tools document gives what the two-pass
-        /// read gives, on documents of every shape, right or wrong, with
-        /// members given twice.
+        /// The hand reading of a tools document gives what serde's derive
+        /// gave, on documents of every shape, right or wrong (no array
+        /// standing for an object: see `an_array_is_never_read_as_a_tool`).
         #[test]
-        fn the_one_pass_read_agrees_with_the_tree(
-            tools in proptest::collection::vec(tool_text(0), 0..4),
+        fn the_hand_reading_agrees_with_the_derive(
+            tools in proptest::collection::vec(tool_value(0), 0..4),
             wrapped in any::<bool>(),
         ) {
-            let list = format!("[{}]", tools.join(","));
-            let text = if wrapped { format!("{{\"tools\":{list}}}") } else { list };
-            let path = Path::new("tools.json");
-            let one = parse_tools(&text, path).map_err(|e| e.to_string());
-            let tree = parse_tools_via_tree(&text, path).map_err(|e| e.to_string());
-            prop_assert_eq!(one, tree, "{}", text);
+            let list = serde_json::Value::Array(tools);
+            let doc = if wrapped { serde_json::json!({ "tools": list }) } else { list };
+            let ours = tools_from_value(doc.clone())
+                .ok()
+                .map(|t| t.into_iter().map(|t| (t.name, t.description, t.parameters, t.server)).collect::<Vec<_>>());
+            prop_assert_eq!(ours, derive_oracle::read(&doc), "{}", doc);
         }
+    }
+
+    /// An array where the document says a tool or a function is an object
+    /// is never read as one, as serde's derive read it (its items as the
+    /// fields in order): a tools list holding an array is refused, and an
+    /// entry whose `function` is an array is a plain tool, or refused.
+    #[test]
+    fn an_array_is_never_read_as_a_tool() {
+        let path = Path::new("t.json");
+        for refused in [
+            r#"[["a"]]"#,
+            r#"[["a","desc"]]"#,
+            r#"[[{"name":"a"}]]"#,
+            r#"{"tools":[["b"]]}"#,
+            r#"[{"function":["x"]}]"#,
+        ] {
+            assert!(parse_tools(refused, path).is_err(), "{refused} was read");
+        }
+        let plain = parse_tools(r#"[{"name":"c","function":["x"],"type":"function"}]"#, path).unwrap();
+        assert_eq!(plain.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["c"]);
     }
 
     #[test]

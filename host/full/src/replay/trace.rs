@@ -45,9 +45,16 @@ pub struct Seed {
     pub agent: String,
     /// Its files, by path relative to its folder (`proem.toml` included).
     pub files: BTreeMap<String, String>,
-    /// The tools its turns pick from.
-    #[serde(default)]
+    /// The tools its turns pick from (any form a tools file takes).
+    #[serde(default, deserialize_with = "tools_list")]
     pub tools: Vec<Tool>,
+}
+
+/// A seed's `tools`, read as a tools file's list is
+/// ([`proem_core::turn::tools_from_value`]: every tool an object).
+fn tools_list<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Vec<Tool>, D::Error> {
+    let value = serde_json::Value::deserialize(deserializer)?;
+    proem_core::turn::tools_from_value(value).map_err(serde::de::Error::custom)
 }
 
 /// One turn of a trace.
