@@ -11,7 +11,7 @@ const FRONT: &str = env!("CARGO_BIN_EXE_proem");
 #[test]
 fn the_front_executable_carries_no_plugin_runtime() {
     let bytes = std::fs::read(FRONT).unwrap();
-    for engine in ["wasmtime", "cranelift", "wasmparser", "axum", "oci_client"] {
+    for engine in ["wasmtime", "cranelift", "winch", "wasmparser", "axum", "oci_client"] {
         let found = bytes.windows(engine.len()).any(|w| w == engine.as_bytes());
         assert!(!found, "{FRONT} contains {engine:?}: something in proem-cli's dependencies links it");
     }
