@@ -85,8 +85,6 @@ impl EntryKey {
 fn engine_hash(engine: &Engine) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     engine.precompile_compatibility_hash().hash(&mut h);
-    // The compiler too: an entry compiled by the other one is not reused.
-    format!("{:?}", crate::engine::STRATEGY).hash(&mut h);
     h.finish()
 }
 

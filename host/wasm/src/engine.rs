@@ -64,10 +64,6 @@ pub fn worker_threads() -> usize {
     cores.saturating_sub(1).clamp(2, 8)
 }
 
-/// The compiler plugins are compiled with (see [`PluginEngine::start`]).
-pub const STRATEGY: wasmtime::Strategy =
-    if cfg!(target_arch = "x86_64") { wasmtime::Strategy::Winch } else { wasmtime::Strategy::Cranelift };
-
 /// The pooling allocator, sized so that [`CALL_SLOTS`] calls at the
 /// sandbox's per-call limits always fit: instances, memories, tables and
 /// stacks are made once and reused, reset by `memset` and `madvise`, never
@@ -136,13 +132,6 @@ impl PluginEngine {
         // register allocation spills more, in linear time.
         config.cranelift_opt_level(wasmtime::OptLevel::None);
         config.cranelift_regalloc_algorithm(wasmtime::RegallocAlgorithm::SinglePass);
-        // On x86-64, Winch, wasmtime's baseline compiler (tier 1 there, as
-        // Cranelift): one pass over each function. A first run with the
-        // two official plugins took 195-216 ms of CPU with Cranelift and
-        // 85-91 ms with Winch, and their calls were no slower (163-343 µs
-        // against 219-350 µs: a call is mostly the host's work). Cranelift
-        // still compiles the trampolines, and every other architecture.
-        config.strategy(STRATEGY);
         let engine = match Engine::new(config.clone().allocation_strategy(pool())) {
             Ok(engine) => engine,
             Err(e) => {
