@@ -179,14 +179,19 @@ impl Answers {
             tracing::debug!(bytes = entry.len(), "plugin answer not kept: larger than an entry read back");
             return Ok(());
         }
-        self.dir.write(&Answers::name(key), &entry, false)?;
-        self.prune();
+        let name = Answers::name(key);
+        self.dir.write(&name, &entry, false)?;
+        self.prune(&name);
         Ok(())
     }
 
     /// Removes the oldest entries, when there are more than [`MAX_ENTRIES`]
-    /// or more than [`MAX_TOTAL_BYTES`], until both are halved.
-    fn prune(&self) {
+    /// or more than [`MAX_TOTAL_BYTES`], until both are halved; never
+    /// `written`, the entry just written. (The oldest by modification
+    /// time: entries written within one tick of the kernel's coarse clock
+    /// share it, and ties go by name, so without that rule the entry just
+    /// written could be the first to go.)
+    fn prune(&self, written: &str) {
         let mut entries = self.dir.entries(".answer");
         let mut count = entries.len();
         let mut total: u64 = entries.iter().map(|e| e.bytes).fold(0, u64::saturating_add);
@@ -194,7 +199,7 @@ impl Answers {
             return;
         }
         entries.sort();
-        for entry in entries {
+        for entry in entries.iter().filter(|e| e.name != written) {
             if count <= MAX_ENTRIES / 2 && total <= MAX_TOTAL_BYTES / 2 {
                 break;
             }
