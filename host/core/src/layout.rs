@@ -393,11 +393,11 @@ pub fn layout_entries(toml_text: &str) -> Result<Vec<EntryConfig>, String> {
 /// took ~460 K instructions, 4% of a whole `proem build` process.
 fn default_entries() -> &'static [EntryConfig] {
     static ENTRIES: OnceLock<Vec<EntryConfig>> = OnceLock::new();
-    ENTRIES.get_or_init(|| DEFAULT_ROWS.iter().map(DefaultRow::entry).collect())
+    ENTRIES.get_or_init(|| DEFAULT_ROWS.iter().map(Row::entry).collect())
 }
 
 /// One entry of the default layout: id, heading, modes, zone, variants.
-struct DefaultRow(
+struct Row(
     &'static str,
     Option<&'static str>,
     Option<&'static [Mode]>,
@@ -405,9 +405,9 @@ struct DefaultRow(
     &'static [(&'static str, &'static str)],
 );
 
-impl DefaultRow {
+impl Row {
     fn entry(&self) -> EntryConfig {
-        let DefaultRow(id, heading, modes, zone, variants) = *self;
+        let Row(id, heading, modes, zone, variants) = *self;
         EntryConfig {
             id: id.to_string(),
             heading: heading.map(str::to_string),
@@ -418,84 +418,74 @@ impl DefaultRow {
     }
 }
 
-const fn row(
-    id: &'static str,
-    heading: Option<&'static str>,
-    modes: Option<&'static [Mode]>,
-    zone: Option<Zone>,
-    variants: &'static [(&'static str, &'static str)],
-) -> DefaultRow {
-    DefaultRow(id, heading, modes, zone, variants)
-}
-
 /// [`DEFAULT_TOML`]'s `[layout] sections`, row for row (the test
 /// `the_default_rows_are_the_default_toml` holds them equal: a change to
 /// the file is made here too).
-const DEFAULT_ROWS: &[DefaultRow] = {
+const DEFAULT_ROWS: &[Row] = {
     use Mode as M;
     &[
-        row("identity", Some(""), Some(&[M::Full, M::Task, M::Minimal, M::None]), None, &[]),
-        row("first_run", Some("First Run"), Some(&[M::Full, M::Task, M::Minimal, M::None]), None, &[]),
-        row("persona", Some("Persona"), Some(&[M::Full, M::Task]), None, &[]),
-        row("identity_anchor", Some("Identity Guard"), Some(&[M::Full, M::Task, M::Minimal]), None, &[]),
-        row("self_evolution", Some("Self-Evolution"), Some(&[M::Full]), None, &[]),
-        row("tooling", Some("Tooling"), Some(&[M::Full, M::Task, M::Minimal, M::None]), None, &[]),
-        row("interaction_style", Some("Interaction Style"), Some(&[M::Full, M::Task]), None, &[]),
-        row("shell", Some("Shell"), Some(&[M::Full]), None, &[]),
-        row("long_running", Some("Long-Running Work"), Some(&[M::Full]), None, &[]),
-        row("tool_call_style", Some("Tool Call Style"), Some(&[M::Full]), None, &[]),
-        row("execution_bias", Some("Execution Bias"), Some(&[M::Full, M::Task]), None, &[]),
-        row("stable_prefix", None, None, None, &[]),
-        row("safety", Some("Safety"), Some(&[M::Full, M::Task, M::Minimal, M::None]), None, &[]),
-        row("skills", Some("Skills"), Some(&[M::Full, M::Task]), None, &[]),
-        row("skills", Some("Pinned Skills"), Some(&[M::Minimal, M::None]), None, &[]),
-        row("mcp_tools", Some("MCP Tools"), Some(&[M::Full, M::Task, M::None]), None, &[]),
-        row("workspace", Some("Workspace"), Some(&[M::Full, M::Task, M::Minimal, M::None]), None, &[]),
-        row("team", Some("Team"), Some(&[M::Full, M::Task, M::Minimal]), None, &[]),
-        row("sandbox", Some("Sandbox"), Some(&[M::Full, M::Task, M::Minimal]), None, &[]),
-        row("owners", Some("Owners"), Some(&[M::Full]), None, &[]),
-        row("output_format", Some("Output Format"), Some(&[M::Full, M::Task]), None, &[]),
-        row("voice", Some("Voice"), Some(&[M::Full, M::Task]), None, &[]),
-        row("reactions", Some("Reactions"), Some(&[M::Full, M::Task, M::Minimal]), None, &[]),
-        row(
+        Row("identity", Some(""), Some(&[M::Full, M::Task, M::Minimal, M::None]), None, &[]),
+        Row("first_run", Some("First Run"), Some(&[M::Full, M::Task, M::Minimal, M::None]), None, &[]),
+        Row("persona", Some("Persona"), Some(&[M::Full, M::Task]), None, &[]),
+        Row("identity_anchor", Some("Identity Guard"), Some(&[M::Full, M::Task, M::Minimal]), None, &[]),
+        Row("self_evolution", Some("Self-Evolution"), Some(&[M::Full]), None, &[]),
+        Row("tooling", Some("Tooling"), Some(&[M::Full, M::Task, M::Minimal, M::None]), None, &[]),
+        Row("interaction_style", Some("Interaction Style"), Some(&[M::Full, M::Task]), None, &[]),
+        Row("shell", Some("Shell"), Some(&[M::Full]), None, &[]),
+        Row("long_running", Some("Long-Running Work"), Some(&[M::Full]), None, &[]),
+        Row("tool_call_style", Some("Tool Call Style"), Some(&[M::Full]), None, &[]),
+        Row("execution_bias", Some("Execution Bias"), Some(&[M::Full, M::Task]), None, &[]),
+        Row("stable_prefix", None, None, None, &[]),
+        Row("safety", Some("Safety"), Some(&[M::Full, M::Task, M::Minimal, M::None]), None, &[]),
+        Row("skills", Some("Skills"), Some(&[M::Full, M::Task]), None, &[]),
+        Row("skills", Some("Pinned Skills"), Some(&[M::Minimal, M::None]), None, &[]),
+        Row("mcp_tools", Some("MCP Tools"), Some(&[M::Full, M::Task, M::None]), None, &[]),
+        Row("workspace", Some("Workspace"), Some(&[M::Full, M::Task, M::Minimal, M::None]), None, &[]),
+        Row("team", Some("Team"), Some(&[M::Full, M::Task, M::Minimal]), None, &[]),
+        Row("sandbox", Some("Sandbox"), Some(&[M::Full, M::Task, M::Minimal]), None, &[]),
+        Row("owners", Some("Owners"), Some(&[M::Full]), None, &[]),
+        Row("output_format", Some("Output Format"), Some(&[M::Full, M::Task]), None, &[]),
+        Row("voice", Some("Voice"), Some(&[M::Full, M::Task]), None, &[]),
+        Row("reactions", Some("Reactions"), Some(&[M::Full, M::Task, M::Minimal]), None, &[]),
+        Row(
             "project_context",
             Some("Project Context"),
             Some(&[M::Full, M::Task, M::Minimal]),
             None,
             &[("predefined", "Agent Configuration")],
         ),
-        row("memory_recall", Some("Memory"), Some(&[M::Full, M::Task, M::Minimal]), None, &[]),
-        row("silent_replies", Some("Silent Replies"), Some(&[M::Full, M::Task]), None, &[]),
-        row("time", Some("Date"), Some(&[M::Full, M::Task, M::Minimal]), Some(Zone::Dynamic), &[]),
-        row("channel_formatting", Some("Formatting"), Some(&[M::Full]), Some(Zone::Dynamic), &[]),
-        row("channel_capabilities", Some("Channel Capabilities"), Some(&[M::Full, M::Task]), Some(Zone::Dynamic), &[]),
-        row(
+        Row("memory_recall", Some("Memory"), Some(&[M::Full, M::Task, M::Minimal]), None, &[]),
+        Row("silent_replies", Some("Silent Replies"), Some(&[M::Full, M::Task]), None, &[]),
+        Row("time", Some("Date"), Some(&[M::Full, M::Task, M::Minimal]), Some(Zone::Dynamic), &[]),
+        Row("channel_formatting", Some("Formatting"), Some(&[M::Full]), Some(Zone::Dynamic), &[]),
+        Row("channel_capabilities", Some("Channel Capabilities"), Some(&[M::Full, M::Task]), Some(Zone::Dynamic), &[]),
+        Row(
             "group_reply",
             Some("Group Replies"),
             Some(&[M::Full]),
             Some(Zone::Dynamic),
             &[("silent", "Silent Replies")],
         ),
-        row(
+        Row(
             "extra_context",
             Some("Additional Context"),
             Some(&[M::Full, M::Task, M::None]),
             Some(Zone::Dynamic),
             &[("group", "Group Chat Context")],
         ),
-        row("extra_context", Some("Subagent Context"), Some(&[M::Minimal]), Some(Zone::Dynamic), &[]),
-        row("dynamic_files", Some("Per-Turn Files"), Some(&[M::Full, M::Task, M::Minimal]), Some(Zone::Dynamic), &[]),
-        row("subagents", Some("Sub-Agents"), Some(&[M::Full]), Some(Zone::Dynamic), &[]),
-        row("runtime", Some("Runtime"), Some(&[M::Full, M::Task, M::Minimal, M::None]), Some(Zone::Dynamic), &[]),
-        row("recency", Some("Reminder"), Some(&[M::Full]), Some(Zone::Dynamic), &[]),
-        row(
+        Row("extra_context", Some("Subagent Context"), Some(&[M::Minimal]), Some(Zone::Dynamic), &[]),
+        Row("dynamic_files", Some("Per-Turn Files"), Some(&[M::Full, M::Task, M::Minimal]), Some(Zone::Dynamic), &[]),
+        Row("subagents", Some("Sub-Agents"), Some(&[M::Full]), Some(Zone::Dynamic), &[]),
+        Row("runtime", Some("Runtime"), Some(&[M::Full, M::Task, M::Minimal, M::None]), Some(Zone::Dynamic), &[]),
+        Row("recency", Some("Reminder"), Some(&[M::Full]), Some(Zone::Dynamic), &[]),
+        Row(
             "tool_protocol",
             Some("Tool Call Protocol"),
             Some(&[M::Full, M::Task, M::Minimal, M::None]),
             Some(Zone::Dynamic),
             &[],
         ),
-        row("dynamic_suffix", None, None, None, &[]),
+        Row("dynamic_suffix", None, None, None, &[]),
     ]
 };
 
