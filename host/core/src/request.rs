@@ -66,7 +66,10 @@ impl BuildRequest {
         };
         let format = take(&mut members, "format").map(Format::deserialize).transpose().map_err(field("format"))?;
         let strict = take(&mut members, "strict").map(bool::deserialize).transpose().map_err(field("strict"))?;
-        let turn: Turn = serde_path_to_error::deserialize(serde_json::Value::Object(members)).map_err(|e| {
+        // Through `Strict`, as the config is: no list is ever read as a
+        // struct, whatever field is added to `Turn` later.
+        let members = crate::strict_de::Strict(serde_json::Value::Object(members));
+        let turn: Turn = serde_path_to_error::deserialize(members).map_err(|e| {
             // The root path prints as "." and so does a member named ".":
             // whether there is a field is the path's segments, not its text.
             let field = e.path().iter().next().is_some().then(|| e.path().to_string());
