@@ -179,6 +179,26 @@ pub fn plugin_env() -> PathBuf {
     .clone()
 }
 
+/// `n` as an unsigned LEB128, appended to `out` (wasm's lengths and counts).
+pub fn push_leb(out: &mut Vec<u8>, mut n: usize) {
+    loop {
+        let byte = (n & 0x7f) as u8;
+        n >>= 7;
+        out.push(if n == 0 { byte } else { byte | 0x80 });
+        if n == 0 {
+            return;
+        }
+    }
+}
+
+/// `wasm` with a section of kind `id` holding `body` appended (0: a custom
+/// section, 1: a core module in a component).
+pub fn push_section(wasm: &mut Vec<u8>, id: u8, body: &[u8]) {
+    wasm.push(id);
+    push_leb(wasm, body.len());
+    wasm.extend_from_slice(body);
+}
+
 /// The wasm of a guest built by host/build.rs (`fixture`, `persona-swap`, …).
 pub fn guest_wasm(crate_name: &str) -> Vec<u8> {
     let path = Path::new(proem_wasm::GUEST_DIR).join(format!("{}.wasm", crate_name.replace('-', "_")));

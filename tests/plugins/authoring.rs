@@ -435,24 +435,12 @@ fn a_changed_plugin_file_is_never_taken_for_the_digest_kept_by_its_stat() {
 /// `wasm` with a custom section `name` holding `data` appended: what the
 /// Python and JS templates' builds do with config.schema.json.
 fn with_section(wasm: &[u8], name: &str, data: &[u8]) -> Vec<u8> {
-    fn leb(mut n: usize, out: &mut Vec<u8>) {
-        loop {
-            let byte = (n & 0x7f) as u8;
-            n >>= 7;
-            out.push(if n == 0 { byte } else { byte | 0x80 });
-            if n == 0 {
-                break;
-            }
-        }
-    }
     let mut body = Vec::new();
-    leb(name.len(), &mut body);
+    push_leb(&mut body, name.len());
     body.extend_from_slice(name.as_bytes());
     body.extend_from_slice(data);
     let mut out = wasm.to_vec();
-    out.push(0);
-    leb(body.len(), &mut out);
-    out.extend(body);
+    push_section(&mut out, 0, &body);
     out
 }
 

@@ -430,6 +430,73 @@ fn bad_binaries_get_a_clear_error_not_a_panic() {
     }
 }
 
+/// A real plugin with one more core module, `functions` functions of
+/// `body` each (a trailing module section: valid, and compiled with the rest).
+fn with_module(functions: usize, body: &str) -> Vec<u8> {
+    let func = format!("(func {body})");
+    let core = wat::parse_str(format!("(module {})", vec![func; functions].join(" "))).unwrap();
+    let mut wasm = guest_wasm("proem-fixture-guest");
+    push_section(&mut wasm, 1, &core);
+    wasm
+}
+
+/// A compile is never interrupted, so its cost is bounded before it
+/// starts: code estimated over the bound (docs/SECURITY.md, "Bad
+/// binaries") is refused naming the estimate and the limit, and nothing is
+/// compiled or cached. The same plugin with a small extra module loads.
+#[test]
+fn a_plugin_whose_code_would_cost_too_much_to_compile_is_refused_before_compiling() {
+    let loops = |n: usize| vec!["loop end"; n].join(" ");
+    // 6,000 functions of 140 loops: over the whole component's bound.
+    let err = load_error(&with_module(6000, &loops(140)));
+    assert!(err.contains("would need about") && err.contains("over proem's limit of 1536 MiB"), "{err}");
+    assert!(err.contains("plugins/p.wasm"), "{err}");
+    // One function of 40,000 loops: over one function's bound.
+    let err = load_error(&with_module(1, &loops(40_000)));
+    assert!(err.contains("one of its functions would need about") && err.contains("64 MiB"), "{err}");
+    // Through the CLI, in a cache folder of its own: refused, nothing cached.
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let plugin_run = |wasm: Vec<u8>| {
+        std::fs::write(dir.path().join("p.wasm"), wasm).unwrap();
+        std::process::Command::new(env!("CARGO_BIN_EXE_proem-full"))
+            .env("PROEM_CACHE_DIR", &cache)
+            .current_dir(dir.path())
+            .args(["plugin", "run", "p.wasm"])
+            .output()
+            .unwrap()
+    };
+    let out = plugin_run(with_module(1, &loops(40_000)));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("over proem's limit"), "{stderr}");
+    let entries = walk(&cache);
+    assert!(entries.iter().all(|f| !f.ends_with(".cwasm")), "a compiled entry was written: {entries:?}");
+    // (What a compile leaves there, so the check above can fail.)
+    let out = plugin_run(with_module(1, &loops(10)));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(walk(&cache).iter().any(|f| f.ends_with(".cwasm")), "{:?}", walk(&cache));
+    // Under the bound, the same plugin loads.
+    plugin_env();
+    let agent = Agent::new();
+    agent.bytes("plugins/p.wasm", &with_module(100, &loops(100)));
+    agent.config("[[plugins]]\nid = \"p\"\npath = \"plugins/p.wasm\"\n");
+    let set = agent.assembler();
+    assert!(set.plugins().plugins()[0].state.is_ok(), "{:?}", set.plugins().plugins()[0].state.as_ref().err());
+}
+
+fn walk(dir: &std::path::Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path.display().to_string());
+        }
+    }
+    out
+}
+
 #[test]
 fn a_component_importing_an_interface_proem_does_not_offer_is_refused_at_load() {
     // A component that claims API 0.1 (by its export name) but wants a

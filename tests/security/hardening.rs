@@ -496,17 +496,7 @@ fn a_hostile_api_version_section_is_a_label_in_the_error() {
     let mut payload = vec![name.len() as u8];
     payload.extend_from_slice(name);
     payload.extend_from_slice(data.as_bytes());
-    wasm.push(0);
-    let mut len = payload.len();
-    loop {
-        let byte = (len & 0x7f) as u8;
-        len >>= 7;
-        wasm.push(if len == 0 { byte } else { byte | 0x80 });
-        if len == 0 {
-            break;
-        }
-    }
-    wasm.extend_from_slice(&payload);
+    push_section(&mut wasm, 0, &payload);
     let err = proem_wasm::binary::check(&wasm).unwrap_err();
     assert_printable("api version error", &err);
     assert!(err.len() < 400 && err.contains("9.9.9"), "{err}");

@@ -116,9 +116,11 @@ pub fn load_or_compile(
         Some(key) => Some(key),
         None => dir.map(|_| EntryKey::new(engine, &wasm)),
     };
+    // Nothing interrupts a compile: what it may cost is bounded first.
+    let cost = crate::compile_cost::check(&wasm).map_err(PluginError::Refused)?;
     let component = Component::new(engine, &wasm)
         .map_err(|e| PluginError::Compile(format!("cannot compile: {}", error_chain(&e))))?;
-    tracing::debug!(wasm_bytes = wasm.len(), "compiled a component");
+    tracing::debug!(wasm_bytes = wasm.len(), estimated_bytes = cost.total, "compiled a component");
     if let (Some(dir), Some(key)) = (dir, &key) {
         if let Err(e) = write_entry(&component, dir, key) {
             tracing::warn!(dir = %dir.path().display(), "cannot write the component cache: {e}");

@@ -20,6 +20,7 @@ pub mod builtin;
 pub mod cache;
 pub mod call;
 pub mod clock;
+pub mod compile_cost;
 pub mod engine;
 pub mod runtime;
 pub mod sandbox;
