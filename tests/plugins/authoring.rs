@@ -33,7 +33,7 @@ fn http_importer(version: &str, resource: &str) -> Vec<u8> {
 /// call's sandbox and calls `run`: the error it ends with.
 fn call_run(wasm: &[u8]) -> Result<String, String> {
     use wasmtime::component::Component;
-    let engine = proem_wasm::engine::get().unwrap();
+    let engine = proem_wasm::engine::get().unwrap().first().unwrap();
     let component = Component::new(&engine.engine, wasm).map_err(|e| e.to_string())?;
     let stubbed = proem_wasm::stubs::linker_for(&engine.engine, &engine.linker, &component)
         .map_err(|e| e.to_string())?
@@ -74,7 +74,7 @@ proptest! {
         resource in proptest::sample::select(vec!["fields", "outgoing-request", "request-options", "x"]),
     ) {
         let wasm = http_importer(&format!("0.2.{patch}"), resource);
-        let engine = proem_wasm::engine::get().unwrap();
+        let engine = proem_wasm::engine::get().unwrap().first().unwrap();
         let component = wasmtime::component::Component::new(&engine.engine, &wasm).unwrap();
         prop_assert!(engine.linker.instantiate_pre(&component).is_err(), "the shared linker alone links it");
         let err = call_run(&wasm).expect_err("a stub returned");

@@ -434,7 +434,12 @@ fn bad_binaries_get_a_clear_error_not_a_panic() {
 /// `body` each (a trailing module section: valid, and compiled with the rest).
 fn with_module(functions: usize, body: &str) -> Vec<u8> {
     let func = format!("(func {body})");
-    let core = wat::parse_str(format!("(module {})", vec![func; functions].join(" "))).unwrap();
+    with_module_text(&vec![func; functions].join(" "))
+}
+
+/// A real plugin with one more core module, of the module fields `fields`.
+fn with_module_text(fields: &str) -> Vec<u8> {
+    let core = wat::parse_str(format!("(module {fields})")).unwrap();
     let mut wasm = guest_wasm("proem-fixture-guest");
     push_section(&mut wasm, 1, &core);
     wasm
@@ -482,6 +487,56 @@ fn a_plugin_whose_code_would_cost_too_much_to_compile_is_refused_before_compilin
     agent.config("[[plugins]]\nid = \"p\"\npath = \"plugins/p.wasm\"\n");
     let set = agent.assembler();
     assert!(set.plugins().plugins()[0].state.is_ok(), "{:?}", set.plugins().plugins()[0].state.as_ref().err());
+}
+
+/// On x86-64 plugins compile with Winch first, and what Winch refuses
+/// (tail calls, relaxed SIMD: Cranelift compiles both) with Cranelift: such
+/// a plugin loads and runs, its cache entry is Cranelift's (another engine
+/// in its name), and a later process takes it from the cache.
+#[test]
+fn a_plugin_the_baseline_compiler_refuses_loads_with_cranelift() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let plugin_run = |wasm: &[u8]| {
+        std::fs::write(dir.path().join("p.wasm"), wasm).unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_proem-full"))
+            .env("PROEM_CACHE_DIR", &cache)
+            .current_dir(dir.path())
+            .args(["plugin", "run", "p.wasm"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let answer: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let stable = &answer["hooks"][0];
+        assert!(stable["error"].is_null() && !stable["output"].is_null(), "{answer}");
+    };
+    // The engine part of each compiled entry's name (`<sha256>-<engine>.cwasm`).
+    let engines = || {
+        let mut names: Vec<String> = walk(&cache)
+            .iter()
+            .filter_map(|f| f.strip_suffix(".cwasm")?.rsplit_once('-').map(|(_, engine)| engine.to_string()))
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    };
+    plugin_run(&guest_wasm("proem-fixture-guest"));
+    let first = engines();
+    assert_eq!(first.len(), 1, "{first:?}");
+    let tail_call = "(func $a (return_call $b)) (func $b)";
+    let relaxed = "(func (result v128) v128.const i64x2 0 0 v128.const i64x2 0 0 v128.const i64x2 0 0 \
+                   f32x4.relaxed_madd)";
+    for (n, body) in [tail_call, relaxed].into_iter().enumerate() {
+        plugin_run(&with_module_text(body));
+        let both = engines();
+        let expected = if cfg!(target_arch = "x86_64") { 2 } else { 1 };
+        assert_eq!(both.len(), expected, "case {n}: {both:?}");
+        assert_eq!(walk(&cache).iter().filter(|f| f.ends_with(".cwasm")).count(), 2 + n);
+    }
+    // A later process finds Cranelift's entry: nothing is compiled again.
+    let before: Vec<_> = walk(&cache);
+    plugin_run(&with_module_text(tail_call));
+    assert_eq!(walk(&cache), before);
 }
 
 fn walk(dir: &std::path::Path) -> Vec<String> {
@@ -550,7 +605,7 @@ fn compiled_components_are_cached_and_bad_entries_are_recompiled() {
         assert_eq!(std::fs::read(entry).unwrap(), good, "and rewritten whole");
     }
     let wasm = guest_wasm("proem-fixture-guest");
-    let engine = &proem_wasm::engine::get().unwrap().engine;
+    let engine = &proem_wasm::engine::get().unwrap().first().unwrap().engine;
     assert_eq!(&cache::entry_path(dir.path(), engine, &wasm), entry, "keyed by wasm hash and engine");
 }
 
@@ -561,7 +616,7 @@ fn a_cache_entry_from_another_engine_configuration_is_recompiled() {
     let agent = Agent::with_plugins(&fixture("fix", "sections", ""));
     let configs = agent.assembler().config().plugins.clone();
     let wasm = guest_wasm("proem-fixture-guest");
-    let ours = &proem_wasm::engine::get().unwrap().engine;
+    let ours = &proem_wasm::engine::get().unwrap().first().unwrap().engine;
     // Another configuration (no epoch interruption, no fuel of ours): its
     // machine code, framed and checksummed exactly like a good entry, sits
     // under our entry's name.

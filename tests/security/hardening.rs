@@ -243,10 +243,10 @@ mod limits {
         let engine = engine::get().unwrap();
         // The engine's instance pool refuses a component over its per-call
         // counts when it compiles it, before any instance exists.
-        let component =
-            Component::new(&engine.engine, wat::parse_str(wat).unwrap()).map_err(|e| (false, format!("{e:?}")))?;
+        let component = Component::new(&engine.first().unwrap().engine, wat::parse_str(wat).unwrap())
+            .map_err(|e| (false, format!("{e:?}")))?;
         let mut store = sandboxed_store(cap_mib);
-        let linker: Linker<_> = Linker::new(&engine.engine);
+        let linker: Linker<_> = Linker::new(&engine.first().unwrap().engine);
         let result = engine
             .run_all(
                 vec![async move {
@@ -273,7 +273,8 @@ mod limits {
             tokenizer: Tokenizer::O200kBase,
             view: Default::default(),
         };
-        let mut store = Store::new(&engine::get().unwrap().engine, proem_wasm::sandbox::state(&sandbox).unwrap());
+        let mut store =
+            Store::new(&engine::get().unwrap().first().unwrap().engine, proem_wasm::sandbox::state(&sandbox).unwrap());
         store.limiter(|s| &mut s.limiter);
         store.set_epoch_deadline(engine::deadline_ticks(Duration::from_secs(10)));
         store
@@ -329,7 +330,7 @@ mod limits {
         let engine = engine::get().unwrap();
         let component = component.clone();
         let mut store = sandboxed_store(64);
-        let linker: Linker<_> = Linker::new(&engine.engine);
+        let linker: Linker<_> = Linker::new(&engine.first().unwrap().engine);
         engine
             .run_all(
                 vec![async move {
@@ -361,7 +362,7 @@ mod limits {
     #[test]
     fn no_call_reads_what_an_earlier_call_left_in_its_slot() {
         let engine = engine::get().unwrap();
-        let component = Component::new(&engine.engine, wat::parse_str(PEEK_POKE).unwrap()).unwrap();
+        let component = Component::new(&engine.first().unwrap().engine, wat::parse_str(PEEK_POKE).unwrap()).unwrap();
         let kept = engine::KEEP_RESIDENT_BYTES as u32;
         let offsets = [0, 4096, 65_532, 65_536, 1 << 20, kept - 4, kept, kept + 65_536, 24 << 20];
         for round in 0..3u32 {

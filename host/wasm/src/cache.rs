@@ -93,6 +93,12 @@ pub fn entry_path(dir: &Path, engine: &Engine, wasm: &[u8]) -> PathBuf {
     dir.join(EntryKey::new(engine, wasm).file_name())
 }
 
+/// The cached component of the binary whose SHA-256 is `digest`, compiled
+/// for `engine`, if the cache holds a good one. Reads no byte of the wasm.
+pub fn lookup(engine: &Engine, digest: &str, dir: &CacheDir) -> Option<Component> {
+    read_entry(engine, dir, &EntryKey::of_digest(engine, digest)?)
+}
+
 /// Loads the binary whose SHA-256 is `digest` from the cache, or reads it
 /// (`wasm`) and compiles it (and caches the result). The digest is the one
 /// the build went by: computed from the bytes in this process, or kept for
@@ -116,8 +122,11 @@ pub fn load_or_compile(
         Some(key) => Some(key),
         None => dir.map(|_| EntryKey::new(engine, &wasm)),
     };
-    // Nothing interrupts a compile: what it may cost is bounded first.
-    let cost = crate::compile_cost::check(&wasm).map_err(PluginError::Refused)?;
+    // Nothing interrupts a compile: what it may cost is bounded first. (Bytes
+    // the estimate cannot read, the compiler could not either.)
+    let cannot = |e: String| PluginError::Compile(format!("cannot compile: {e}"));
+    let cost = crate::compile_cost::estimate(&wasm).map_err(cannot)?;
+    crate::compile_cost::within_limits(&cost).map_err(PluginError::Refused)?;
     let component = Component::new(engine, &wasm)
         .map_err(|e| PluginError::Compile(format!("cannot compile: {}", error_chain(&e))))?;
     tracing::debug!(wasm_bytes = wasm.len(), estimated_bytes = cost.total, "compiled a component");

@@ -13,7 +13,7 @@
 //! entered again and nothing survives into the next call.
 
 use crate::cache::error_chain;
-use crate::engine::{self, PluginEngine};
+use crate::engine::{self, Compiled, PluginEngine};
 use crate::sandbox::{CallClock, State};
 use crate::wit::Bindings;
 use proem_core::plugin::call::{CallLimits, Outcome, PluginError, Request};
@@ -26,6 +26,7 @@ use wasmtime::{Store, Trap, UpdateDeadline};
 /// Runs one hook in a fresh store.
 pub async fn call(
     engine: &'static PluginEngine,
+    compiled: &'static Compiled,
     bindings: Bindings,
     sandbox: Sandbox,
     limits: CallLimits,
@@ -43,7 +44,7 @@ pub async fn call(
         Ok(s) => s,
         Err(e) => return Outcome { result: Err(e), logs: Vec::new(), elapsed: started.elapsed() },
     };
-    let mut store = limited_store(&engine.engine, state, limits);
+    let mut store = limited_store(&compiled.engine, state, limits);
     let clock = store.data().clock.clone();
     // The wall-clock timeout allows one more tick than the CPU deadline, so a
     // busy loop is reported as a CPU overrun, not as a blocked call.
@@ -194,8 +195,9 @@ mod tests {
     /// with): what it returned, or how it failed, classified.
     fn run(wasm: &[u8], limits: CallLimits) -> Result<Vec<wasmtime::component::Val>, PluginError> {
         let engine = engine::get().expect("the wasm engine starts");
-        let component = Component::new(&engine.engine, wasm).expect("the test component compiles");
-        let mut linker: Linker<State> = Linker::new(&engine.engine);
+        let compiled = engine.first().expect("the wasm engine starts");
+        let component = Component::new(&compiled.engine, wasm).expect("the test component compiles");
+        let mut linker: Linker<State> = Linker::new(&compiled.engine);
         linker
             .root()
             .func_new("denied", |_, _, _, _| {
@@ -213,7 +215,7 @@ mod tests {
         };
         let state = crate::sandbox::state(&sandbox).expect("a sandbox without grants is made");
         let run = async move {
-            let mut store = limited_store(&engine.engine, state, limits);
+            let mut store = limited_store(&compiled.engine, state, limits);
             let instance = linker.instantiate_async(&mut store, &component).await.expect("it instantiates");
             let run = instance.get_func(&mut store, "run").expect("it exports run");
             let mut results = vec![wasmtime::component::Val::Bool(false); run.ty(&store).results().len()];

@@ -1,8 +1,10 @@
-//! The one wasmtime engine of the process, narrowed to what proem needs
-//! (the Spin `core` pattern): components only, epoch interruption, a linker
-//! built once with WASI p2 and every supported API version, a small tokio
-//! runtime that runs plugin calls concurrently, and a pool of instance
-//! slots reused call after call.
+//! The process's wasmtime engines, narrowed to what proem needs (the Spin
+//! `core` pattern): components only, epoch interruption, a linker built
+//! once per engine with WASI p2 and every supported API version, a small
+//! tokio runtime that runs plugin calls concurrently, and a pool of
+//! instance slots reused call after call. Two engines, one per compiler
+//! ([`Compiler`]): Winch's compiles every component first on x86-64;
+//! Cranelift's, made only when needed, what Winch refuses.
 //!
 //! Nothing here starts until the first plugin loads, so a build without
 //! plugins never pays for it.
@@ -93,12 +95,86 @@ fn pool() -> wasmtime::InstanceAllocationStrategy {
     wasmtime::InstanceAllocationStrategy::Pooling(pool)
 }
 
-/// The engine, linker and runtime.
-pub struct PluginEngine {
+/// The compiler a component is compiled with. Each has its own engine and
+/// linker: a component, the stores it runs in and its linker belong to one
+/// engine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Compiler {
+    /// Winch, wasmtime's baseline compiler (tier 1 on x86-64, as
+    /// Cranelift): one pass over each function. On x86-64 every component
+    /// is compiled with it first: a first run with the two official plugins
+    /// takes about half the CPU, and their calls are no slower (a call is
+    /// mostly the host's work). It refuses a few proposals Cranelift
+    /// compiles (tail calls, relaxed SIMD); such a component is compiled
+    /// with [`Compiler::Cranelift`] instead.
+    Winch,
+    /// Cranelift with its optimiser off: everything Winch refuses, and
+    /// everything on other architectures.
+    Cranelift,
+}
+
+/// One compiler's engine and the linker made for it.
+pub struct Compiled {
+    /// Which compiler.
+    pub compiler: Compiler,
     /// The wasmtime engine.
     pub engine: Engine,
     /// Host imports for every supported API version, plus WASI p2.
     pub linker: Linker<State>,
+}
+
+impl Compiled {
+    fn start(compiler: Compiler) -> Result<Compiled, String> {
+        tracing::debug!(?compiler, "making a compiler's engine");
+        let mut config = Config::new();
+        config.wasm_component_model(true).epoch_interruption(true).parallel_compilation(true);
+        match compiler {
+            Compiler::Winch => {
+                config.strategy(wasmtime::Strategy::Winch);
+            }
+            Compiler::Cranelift => {
+                // Compile fast rather than generate the last few percent of
+                // speed: a first run compiles every plugin (measured on the
+                // three official ones: 0.46 s of CPU with the defaults, 0.26 s
+                // this way), while a plugin call is mostly the host's work
+                // (instantiating, lowering the request; unchanged at ~1.25 ms
+                // per build of three calls each way). The guest was optimised
+                // by its own compiler before it became wasm, so Cranelift's
+                // optimiser has little left to find; single-pass register
+                // allocation spills more, in linear time.
+                config.strategy(wasmtime::Strategy::Cranelift);
+                config.cranelift_opt_level(wasmtime::OptLevel::None);
+                config.cranelift_regalloc_algorithm(wasmtime::RegallocAlgorithm::SinglePass);
+            }
+        }
+        let engine = match Engine::new(config.clone().allocation_strategy(pool())) {
+            Ok(engine) => engine,
+            Err(e) => {
+                // Address space reserved up front can be refused (`ulimit -v`);
+                // instances are then made and unmapped per call, as before.
+                tracing::debug!("the pooling allocator is unavailable ({e}); allocating per call");
+                Engine::new(&config).map_err(|e| format!("cannot start the wasm engine: {e}"))?
+            }
+        };
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(|e| format!("cannot link WASI: {e}"))?;
+        crate::virtual_io::add_to_linker(&mut linker).map_err(|e| format!("cannot link the virtual clock: {e}"))?;
+        crate::workspace_fs::add_to_linker(&mut linker, crate::sandbox::State::fs)
+            .map_err(|e| format!("cannot link the workspace filesystem: {e}"))?;
+        crate::sandbox::add_to_linker(&mut linker)
+            .map_err(|e| format!("cannot link the charged random numbers: {e}"))?;
+        wit::ApiVersion::add_all_to_linker(&mut linker)?;
+        start_ticker(&engine);
+        Ok(Compiled { compiler, engine, linker })
+    }
+}
+
+/// The engines, their linkers and the plugin threads.
+pub struct PluginEngine {
+    /// Winch's, on x86-64 (made with the rest).
+    winch: Option<Compiled>,
+    /// Cranelift's, made the first time a component needs it.
+    cranelift: OnceLock<Result<Compiled, String>>,
     runtime: tokio::runtime::Runtime,
     /// [`CALL_SLOTS`] permits: a call holds one while its store lives.
     pub(crate) slots: tokio::sync::Semaphore,
@@ -120,44 +196,40 @@ impl PluginEngine {
 
     fn start() -> Result<PluginEngine, String> {
         tracing::debug!("starting the wasm engine");
-        let mut config = Config::new();
-        config.wasm_component_model(true).epoch_interruption(true).parallel_compilation(true);
-        // Compile fast rather than generate the last few percent of speed: a
-        // first run compiles every plugin (measured on the three official
-        // ones: 0.46 s of CPU with the defaults, 0.26 s this way), while a
-        // plugin call is mostly the host's work (instantiating, lowering the
-        // request; unchanged at ~1.25 ms per build of three calls each way).
-        // The guest was optimised by its own compiler before it became wasm,
-        // so Cranelift's optimiser has little left to find; single-pass
-        // register allocation spills more, in linear time.
-        config.cranelift_opt_level(wasmtime::OptLevel::None);
-        config.cranelift_regalloc_algorithm(wasmtime::RegallocAlgorithm::SinglePass);
-        let engine = match Engine::new(config.clone().allocation_strategy(pool())) {
-            Ok(engine) => engine,
-            Err(e) => {
-                // Address space reserved up front can be refused (`ulimit -v`);
-                // instances are then made and unmapped per call, as before.
-                tracing::debug!("the pooling allocator is unavailable ({e}); allocating per call");
-                Engine::new(&config).map_err(|e| format!("cannot start the wasm engine: {e}"))?
-            }
-        };
-        let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(|e| format!("cannot link WASI: {e}"))?;
-        crate::virtual_io::add_to_linker(&mut linker).map_err(|e| format!("cannot link the virtual clock: {e}"))?;
-        crate::workspace_fs::add_to_linker(&mut linker, crate::sandbox::State::fs)
-            .map_err(|e| format!("cannot link the workspace filesystem: {e}"))?;
-        crate::sandbox::add_to_linker(&mut linker)
-            .map_err(|e| format!("cannot link the charged random numbers: {e}"))?;
-        wit::ApiVersion::add_all_to_linker(&mut linker)?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(worker_threads())
             .thread_name("proem-plugin")
             .enable_time()
             .build()
             .map_err(|e| format!("cannot start plugin threads: {e}"))?;
-        start_ticker(&engine);
+        let winch = match cfg!(target_arch = "x86_64") {
+            true => Some(Compiled::start(Compiler::Winch)?),
+            false => None,
+        };
         let slots = tokio::sync::Semaphore::new(CALL_SLOTS as usize);
-        Ok(PluginEngine { engine, linker, runtime, slots })
+        Ok(PluginEngine { winch, cranelift: OnceLock::new(), runtime, slots })
+    }
+
+    /// The compiler tried first: Winch on x86-64, else Cranelift.
+    pub fn first(&self) -> Result<&Compiled, PluginError> {
+        match &self.winch {
+            Some(winch) => Ok(winch),
+            None => self.cranelift(),
+        }
+    }
+
+    /// Cranelift's engine, made on first use.
+    pub fn cranelift(&self) -> Result<&Compiled, PluginError> {
+        let made = self.cranelift.get_or_init(|| Compiled::start(Compiler::Cranelift));
+        made.as_ref().map_err(|e| PluginError::Host(e.clone()))
+    }
+
+    /// The engine of `compiler` (the one a component was compiled with).
+    pub fn compiled(&self, compiler: Compiler) -> Result<&Compiled, PluginError> {
+        match (compiler, &self.winch) {
+            (Compiler::Winch, Some(winch)) => Ok(winch),
+            _ => self.cranelift(),
+        }
     }
 
     /// Runs futures concurrently on the plugin threads and waits for all of

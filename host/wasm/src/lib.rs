@@ -4,7 +4,7 @@
 //! ```text
 //! runtime::WASMTIME (proem_core::plugin::runtime::Runtime)
 //!   ─ cache      compiled components on disk (checksummed, keyed by the wasm and the engine)
-//!   ─ engine     one Engine, one Linker (WASI p2 + every API version), epoch ticker, instance pool
+//!   ─ engine     an Engine and Linker per compiler (Winch first, Cranelift for the rest), epoch tickers, instance pools, the plugin threads
 //!   ─ call       one hook in a fresh store: deadline, wall-clock timeout, memory limit, verdict
 //!   ─ sandbox    the store's state: WASI context, limiter, the call's clock, host functions
 //!   ─ stubs      denied stubs for imports toolchains add (wasi:http)

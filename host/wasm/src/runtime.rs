@@ -3,12 +3,12 @@
 //! `proem_core::plugin::runtime`).
 
 use crate::cache;
-use crate::engine;
+use crate::engine::{self, Compiled, Compiler};
 use crate::wit::{ApiVersion, Bindings};
 use proem_core::cache_dir::CacheDir;
 use proem_core::plugin::answers::executable_identity;
 use proem_core::plugin::call::{CallLimits, Outcome, PluginError, Request};
-use proem_core::plugin::runtime::{LinkResult, Linked, PendingCall, Runtime, WasmBytes};
+use proem_core::plugin::runtime::{LinkResult, Linked, Origin, PendingCall, Runtime, WasmBytes};
 use proem_core::plugin::sandbox::Sandbox;
 use std::sync::{Arc, OnceLock};
 
@@ -42,17 +42,16 @@ impl Runtime for Wasmtime {
     }
 
     fn link(&self, digest: &str, wasm: WasmBytes<'_>, api: &str, cache_dir: Option<&CacheDir>) -> LinkResult {
-        let engine = engine::get()?;
-        let (component, origin) = cache::load_or_compile(&engine.engine, digest, wasm, cache_dir)?;
+        let (compiled, component, origin) = load(engine::get()?, digest, wasm, cache_dir)?;
         let cannot_link = |e: wasmtime::Error| PluginError::Link(crate::binary::link_error(&cache::error_chain(&e)));
-        let stubbed = crate::stubs::linker_for(&engine.engine, &engine.linker, &component).map_err(cannot_link)?;
-        let pre = stubbed.as_ref().unwrap_or(&engine.linker).instantiate_pre(&component).map_err(cannot_link)?;
+        let stubbed = crate::stubs::linker_for(&compiled.engine, &compiled.linker, &component).map_err(cannot_link)?;
+        let pre = stubbed.as_ref().unwrap_or(&compiled.linker).instantiate_pre(&component).map_err(cannot_link)?;
         let mismatch =
             |e: wasmtime::Error| PluginError::Link(format!("does not match API {api}: {}", cache::error_chain(&e)));
         let version = ApiVersion::parse(api)
             .ok_or_else(|| PluginError::Refused(format!("API {api} has no bindings in this proem")))?;
         let bindings = version.bind(pre).map_err(mismatch)?;
-        Ok((Arc::new(bindings), origin))
+        Ok((Arc::new(Loaded { bindings, compiler: compiled.compiler }), origin))
     }
 
     fn run(&self, calls: Vec<PendingCall>, meanwhile: &mut dyn FnMut()) -> Vec<Outcome> {
@@ -70,12 +69,55 @@ impl Runtime for Wasmtime {
     }
 }
 
-impl Linked for Bindings {
+/// The component of `digest`, compiled (or found in the cache) with the
+/// first compiler that takes it: Winch where there is one, else Cranelift
+/// (see [`Compiler`]). A cached entry of either is used before anything is
+/// compiled: one of Cranelift's is only made when Winch refused the binary
+/// (or by a proem that had no Winch).
+pub fn load<'e>(
+    engine: &'e engine::PluginEngine,
+    digest: &str,
+    wasm: WasmBytes<'_>,
+    cache_dir: Option<&CacheDir>,
+) -> Result<(&'e Compiled, wasmtime::component::Component, Origin), PluginError> {
+    let first = engine.first()?;
+    if first.compiler == Compiler::Cranelift {
+        return cache::load_or_compile(&first.engine, digest, wasm, cache_dir).map(|(c, o)| (first, c, o));
+    }
+    if let Some(dir) = cache_dir {
+        if let Some(component) = cache::lookup(&first.engine, digest, dir) {
+            return Ok((first, component, Origin::Cached));
+        }
+        let cranelift = engine.cranelift()?;
+        if let Some(component) = cache::lookup(&cranelift.engine, digest, dir) {
+            return Ok((cranelift, component, Origin::Cached));
+        }
+    }
+    match cache::load_or_compile(&first.engine, digest, wasm, cache_dir) {
+        Ok((component, origin)) => Ok((first, component, origin)),
+        Err(PluginError::Compile(why)) => {
+            tracing::debug!("Winch refused the component ({why}); compiling it with Cranelift");
+            let cranelift = engine.cranelift()?;
+            cache::load_or_compile(&cranelift.engine, digest, wasm, cache_dir).map(|(c, o)| (cranelift, c, o))
+        }
+        Err(other) => Err(other),
+    }
+}
+
+/// A linked component and the compiler its code is from (its stores are
+/// made by that compiler's engine).
+struct Loaded {
+    bindings: Bindings,
+    compiler: Compiler,
+}
+
+impl Linked for Loaded {
     fn call(&self, sandbox: Sandbox, limits: CallLimits, request: Request) -> PendingCall {
-        let bindings = self.clone();
+        let (bindings, compiler) = (self.bindings.clone(), self.compiler);
         Box::pin(async move {
-            match engine::get() {
-                Ok(engine) => crate::call::call(engine, bindings, sandbox, limits, request).await,
+            let engines = engine::get().and_then(|engine| Ok((engine, engine.compiled(compiler)?)));
+            match engines {
+                Ok((engine, compiled)) => crate::call::call(engine, compiled, bindings, sandbox, limits, request).await,
                 Err(e) => Outcome::failure(e),
             }
         })
