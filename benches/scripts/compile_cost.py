@@ -135,9 +135,9 @@ def charge(body):
     for word in body.split():
         if not word[0].isalpha() or word.startswith("(type"):
             continue  # an immediate
-        if word in HEAVY_NAMES:
+        if word in HEAVY_NAMES or "trunc" in word and word.startswith("i") or word.endswith("convert_i64_u"):
             total += HEAVY
-        elif word in MEDIUM_NAMES or re.search(r"\.(load|store)|\.(div|rem)_", word):
+        elif word in MEDIUM_NAMES or re.search(r"\.(load|store)|\.(div|rem)_|^f(32|64)\.|_f(32|64)", word):
             total += MEDIUM
         else:
             total += LIGHT

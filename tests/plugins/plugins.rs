@@ -539,6 +539,54 @@ fn a_plugin_the_baseline_compiler_refuses_loads_with_cranelift() {
     assert_eq!(walk(&cache), before);
 }
 
+/// `proem-full` compiles in a child of itself limited in memory and CPU
+/// (`PROEM_COMPILE_MAX_MIB`, `PROEM_COMPILE_MAX_CPU_S`), so code whose
+/// compile costs more than its estimate says (red team: adapters,
+/// trampolines, nesting, one function's locals × loops) is stopped at the
+/// limit with an error naming it, nothing cached; the command's own
+/// process is untouched.
+#[test]
+fn a_compile_over_the_helpers_limits_is_stopped_naming_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let plugin_run = |wasm: Vec<u8>, env: (&str, &str)| {
+        std::fs::write(dir.path().join("p.wasm"), wasm).unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_proem-full"))
+            .env("PROEM_CACHE_DIR", &cache)
+            .env(env.0, env.1)
+            .current_dir(dir.path())
+            .args(["plugin", "run", "p.wasm"])
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        String::from_utf8_lossy(&out.stderr).to_string()
+    };
+    // 40,000 empty functions: estimated at 320 MiB (under the estimate's
+    // limit), compiled in ~200 MiB: over a 64 MiB helper.
+    let err = plugin_run(with_module(40_000, ""), ("PROEM_COMPILE_MAX_MIB", "64"));
+    assert!(
+        err.contains("p.wasm") && err.contains("needed more than 64 MiB of memory (PROEM_COMPILE_MAX_MIB)"),
+        "{err}"
+    );
+    // 4,000 locals live across 400 nested loops, and a tail call so that
+    // Cranelift compiles it (Winch refuses tail calls): minutes of CPU for a
+    // 20 KB module, stopped at one second.
+    let locals = format!("(local {})", vec!["i64"; 4000].join(" "));
+    let sum: String = (1..4000).map(|i| format!("(local.get {i}) i64.add ")).collect();
+    let quadratic = format!(
+        "(func $q {locals} {} (local.get 0) {sum} (local.set 0) (br_if 0 (i32.wrap_i64 (local.get 0))) {}) \
+         (func $a (return_call $b)) (func $b)",
+        "(loop ".repeat(400),
+        ")".repeat(400)
+    );
+    let err = plugin_run(with_module_text(&quadratic), ("PROEM_COMPILE_MAX_CPU_S", "1"));
+    assert!(err.contains("took more than 1 s of CPU (PROEM_COMPILE_MAX_CPU_S)"), "{err}");
+    assert!(walk(&cache).iter().all(|f| !f.ends_with(".cwasm")), "{:?}", walk(&cache));
+    // A limit that is not a number in its range is named.
+    let err = plugin_run(guest_wasm("proem-fixture-guest"), ("PROEM_COMPILE_MAX_MIB", "lots"));
+    assert!(err.contains("PROEM_COMPILE_MAX_MIB=\"lots\" is not a whole number from 64 to 65536"), "{err}");
+}
+
 fn walk(dir: &std::path::Path) -> Vec<String> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {

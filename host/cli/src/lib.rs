@@ -246,8 +246,11 @@ pub enum PluginAction {
     /// Call every hook of a plugin binary once on a turn and print their raw
     /// answers as JSON (before proem validates them), with what each logged
     /// and how long it took: no agent needed. The plugin is loaded and
-    /// sandboxed as a build loads it, with no grant; nothing is written or
-    /// kept. A stable or bootstrap hook sees no clock, channel or chat.
+    /// sandboxed as a build loads it, with no grant. It writes only what a
+    /// build writes in proem's cache folder (the compiled plugin, its
+    /// answers) and a scratch copy of the file, removed when it ends;
+    /// nothing in the plugin's folder. A stable or bootstrap hook sees no
+    /// clock, channel or chat.
     Run {
         /// The plugin's .wasm file.
         #[arg(value_name = "FILE.wasm")]

@@ -11,6 +11,14 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // The compile helper (proem_wasm::compile): before anything else.
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some(proem_wasm::compile::HELPER_ARG) {
+        return ExitCode::from(proem_wasm::compile::helper_main(&args[1..]) as u8);
+    }
+    if let Some(exe) = proem_wasm::compile::this_executable() {
+        proem_wasm::compile::use_helper(exe);
+    }
     proem_core::allocator::tune();
     let cli = proem_cli::parse();
     match &cli.command {

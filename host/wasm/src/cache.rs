@@ -106,11 +106,12 @@ pub fn lookup(engine: &Engine, digest: &str, dir: &CacheDir) -> Option<Component
 /// hash to it (the reader checks), so an entry made from them is the
 /// digest's. A cache hit reads and hashes nothing.
 pub fn load_or_compile(
-    engine: &Engine,
+    compiled: &crate::engine::Compiled,
     digest: &str,
     wasm: WasmBytes<'_>,
     dir: Option<&CacheDir>,
 ) -> Result<(Component, Origin), PluginError> {
+    let engine = &compiled.engine;
     let key = dir.and_then(|_| EntryKey::of_digest(engine, digest));
     if let (Some(dir), Some(key)) = (dir, &key) {
         if let Some(component) = read_entry(engine, dir, key) {
@@ -127,8 +128,7 @@ pub fn load_or_compile(
     let cannot = |e: String| PluginError::Compile(format!("cannot compile: {e}"));
     let cost = crate::compile_cost::estimate(&wasm).map_err(cannot)?;
     crate::compile_cost::within_limits(&cost).map_err(PluginError::Refused)?;
-    let component = Component::new(engine, &wasm)
-        .map_err(|e| PluginError::Compile(format!("cannot compile: {}", error_chain(&e))))?;
+    let component = crate::compile::compile(compiled, &wasm)?;
     tracing::debug!(wasm_bytes = wasm.len(), estimated_bytes = cost.total, "compiled a component");
     if let (Some(dir), Some(key)) = (dir, &key) {
         if let Err(e) = write_entry(&component, dir, key) {
@@ -324,16 +324,4 @@ fn checked_header(dir: &CacheDir, key: &EntryKey, header: &[u8; HEADER], code_le
 fn write_entry(component: &Component, dir: &CacheDir, key: &EntryKey) -> std::io::Result<()> {
     let payload = component.serialize().map_err(|e| std::io::Error::other(e.to_string()))?;
     dir.write(&key.file_name(), &encode_entry(dir, key, &payload), true)
-}
-
-/// An error and its causes on one line.
-pub fn error_chain(e: &wasmtime::Error) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    for cause in e.chain() {
-        let text = cause.to_string();
-        if !parts.iter().any(|p| p.contains(&text)) {
-            parts.push(text);
-        }
-    }
-    proem_core::text::one_line(&parts.join(": "), 2000)
 }

@@ -12,7 +12,7 @@
 //! dropped after the call whatever happened, so a trapped instance is never
 //! entered again and nothing survives into the next call.
 
-use crate::cache::error_chain;
+use crate::compile::error_chain;
 use crate::engine::{self, Compiled, PluginEngine};
 use crate::sandbox::{CallClock, State};
 use crate::wit::Bindings;

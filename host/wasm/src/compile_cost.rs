@@ -37,17 +37,20 @@ pub const MAX_FUNCTION_COST: u64 = 64 << 20;
 const PER_FUNCTION: u64 = 8 << 10;
 /// Charged per declared local.
 const PER_LOCAL: u64 = 8;
-/// Pure operators that become at most a few instructions, no trap site and
-/// no block (measured ≤ 49 bytes and ≤ 0.2 µs each with Winch, ≤ 19 bytes
-/// with Cranelift).
+/// Integer operators, locals and constants: at most a few instructions, no
+/// trap site and no block (measured ≤ 51 bytes and ≤ 0.2 µs each with
+/// Winch, ≤ 19 bytes with Cranelift).
 const LIGHT: u64 = 64;
-/// Operators that become a trap site, a call site, a branch or a block
-/// (loads and stores, `block`, `br`, `br_if`, `if`, `call`, globals,
-/// integer division; measured ≤ 243 bytes and ≤ 3 µs each).
+/// Operators that become a trap site, a call site, a branch, a block or a
+/// sequence (loads and stores, `block`, `br`, `br_if`, `if`, `call`,
+/// globals, integer division, float operators and conversions; measured
+/// ≤ 299 bytes and ≤ 4.2 µs each).
 const MEDIUM: u64 = 384;
 /// Everything else: loops (an interruption check and a block each),
-/// indirect calls, table access, bulk memory, trapping conversions, and
-/// every operator not listed (measured ≤ 1,089 bytes and ≤ 16.5 µs each).
+/// indirect calls, table access, bulk memory, float-to-int conversions and
+/// unsigned 64-bit int-to-float ones (a sequence with branches each: a
+/// `trunc_sat`/`convert_i64_u` pair kept ~780 bytes), and every operator
+/// not listed (measured ≤ 1,089 bytes and ≤ 16.5 µs each).
 pub const HEAVY: u64 = 2 << 10;
 /// Charged per `br_table` target on top of [`MEDIUM`].
 const PER_TARGET: u64 = 32;
@@ -152,6 +155,7 @@ pub fn operator_cost(op: &wasmparser::Operator<'_>) -> u64 {
         | O::I64DivU
         | O::I64RemS
         | O::I64RemU => MEDIUM,
+        op if is_float(op) => MEDIUM,
         op if is_light(op) => LIGHT,
         _ => HEAVY,
     }
@@ -188,7 +192,8 @@ fn is_memory_access(op: &wasmparser::Operator<'_>) -> bool {
     )
 }
 
-/// Operators that are pure values: no trap, no call, no block or branch.
+/// Integer operators, locals and constants: no trap, no call, no block or
+/// branch.
 fn is_light(op: &wasmparser::Operator<'_>) -> bool {
     use wasmparser::Operator as O;
     matches!(
@@ -205,8 +210,6 @@ fn is_light(op: &wasmparser::Operator<'_>) -> bool {
             | O::LocalTee { .. }
             | O::I32Const { .. }
             | O::I64Const { .. }
-            | O::F32Const { .. }
-            | O::F64Const { .. }
             | O::I32Eqz
             | O::I32Eq
             | O::I32Ne
@@ -229,18 +232,6 @@ fn is_light(op: &wasmparser::Operator<'_>) -> bool {
             | O::I64LeU
             | O::I64GeS
             | O::I64GeU
-            | O::F32Eq
-            | O::F32Ne
-            | O::F32Lt
-            | O::F32Gt
-            | O::F32Le
-            | O::F32Ge
-            | O::F64Eq
-            | O::F64Ne
-            | O::F64Lt
-            | O::F64Gt
-            | O::F64Le
-            | O::F64Ge
             | O::I32Clz
             | O::I32Ctz
             | O::I32Popcnt
@@ -269,6 +260,38 @@ fn is_light(op: &wasmparser::Operator<'_>) -> bool {
             | O::I64ShrU
             | O::I64Rotl
             | O::I64Rotr
+            | O::I32WrapI64
+            | O::I64ExtendI32S
+            | O::I64ExtendI32U
+            | O::I32Extend8S
+            | O::I32Extend16S
+            | O::I64Extend8S
+            | O::I64Extend16S
+            | O::I64Extend32S
+    )
+}
+
+/// Float operators and the conversions to and from floats that cannot trap
+/// (Winch makes a sequence of several instructions for most: `min`, `max`,
+/// `copysign`, comparisons, unsigned conversions).
+fn is_float(op: &wasmparser::Operator<'_>) -> bool {
+    use wasmparser::Operator as O;
+    matches!(
+        op,
+        O::F32Const { .. }
+            | O::F64Const { .. }
+            | O::F32Eq
+            | O::F32Ne
+            | O::F32Lt
+            | O::F32Gt
+            | O::F32Le
+            | O::F32Ge
+            | O::F64Eq
+            | O::F64Ne
+            | O::F64Lt
+            | O::F64Gt
+            | O::F64Le
+            | O::F64Ge
             | O::F32Abs
             | O::F32Neg
             | O::F32Ceil
@@ -297,36 +320,18 @@ fn is_light(op: &wasmparser::Operator<'_>) -> bool {
             | O::F64Min
             | O::F64Max
             | O::F64Copysign
-            | O::I32WrapI64
-            | O::I64ExtendI32S
-            | O::I64ExtendI32U
             | O::F32ConvertI32S
             | O::F32ConvertI32U
             | O::F32ConvertI64S
-            | O::F32ConvertI64U
             | O::F32DemoteF64
             | O::F64ConvertI32S
             | O::F64ConvertI32U
             | O::F64ConvertI64S
-            | O::F64ConvertI64U
             | O::F64PromoteF32
             | O::I32ReinterpretF32
             | O::I64ReinterpretF64
             | O::F32ReinterpretI32
             | O::F64ReinterpretI64
-            | O::I32Extend8S
-            | O::I32Extend16S
-            | O::I64Extend8S
-            | O::I64Extend16S
-            | O::I64Extend32S
-            | O::I32TruncSatF32S
-            | O::I32TruncSatF32U
-            | O::I32TruncSatF64S
-            | O::I32TruncSatF64U
-            | O::I64TruncSatF32S
-            | O::I64TruncSatF32U
-            | O::I64TruncSatF64S
-            | O::I64TruncSatF64U
     )
 }
 
@@ -389,7 +394,8 @@ mod tests {
         ("local.get 0 call_indirect (type 0)", HEAVY, 1),
         ("local.get 0 table.get 0 drop", HEAVY, 2),
         ("local.get 0 local.get 0 local.get 0 memory.fill", HEAVY, 3),
-        ("f64.const 1 i32.trunc_f64_s drop", HEAVY, 2),
+        ("local.get 0 i64.extend_i32_u f64.convert_i64_u drop", HEAVY, 3),
+        ("local.get 0 f32.convert_i32_s drop", MEDIUM, 2),
     ];
 
     fn expected(functions: u64, (_, charge, light): (&str, u64, u64), repeat: u64) -> u64 {
@@ -465,7 +471,12 @@ mod tests {
         // And the listed ones, by kind.
         assert_eq!(operator_cost(&O::I32Add), LIGHT);
         assert_eq!(operator_cost(&O::Block { blockty: BlockType::Empty }), MEDIUM);
-        assert_eq!(operator_cost(&O::F64Div), LIGHT);
+        assert_eq!(operator_cost(&O::F64Div), MEDIUM);
+        assert_eq!(operator_cost(&O::F32Min), MEDIUM);
+        assert_eq!(operator_cost(&O::I64TruncSatF64U), HEAVY);
+        assert_eq!(operator_cost(&O::F64ConvertI64U), HEAVY);
+        assert_eq!(operator_cost(&O::F64ConvertI64S), MEDIUM);
+        assert_eq!(operator_cost(&O::I64ExtendI32U), LIGHT);
         assert_eq!(operator_cost(&O::I64Store32 { memarg }), MEDIUM);
         assert_eq!(operator_cost(&O::I64RemS), MEDIUM);
     }

@@ -113,6 +113,21 @@ pub enum Compiler {
     Cranelift,
 }
 
+impl Compiler {
+    /// Its name, as the compile helper is told it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Compiler::Winch => "winch",
+            Compiler::Cranelift => "cranelift",
+        }
+    }
+
+    /// The compiler of `name` ([`Compiler::name`]).
+    pub fn parse(name: &str) -> Option<Compiler> {
+        [Compiler::Winch, Compiler::Cranelift].into_iter().find(|c| c.name() == name)
+    }
+}
+
 /// One compiler's engine and the linker made for it.
 pub struct Compiled {
     /// Which compiler.
@@ -123,30 +138,38 @@ pub struct Compiled {
     pub linker: Linker<State>,
 }
 
+/// The engine configuration of `compiler`: what its code is compiled for
+/// (the pool an engine runs calls in is added by [`Compiled::start`] and
+/// does not change it).
+pub fn config(compiler: Compiler) -> Config {
+    let mut config = Config::new();
+    config.wasm_component_model(true).epoch_interruption(true).parallel_compilation(true);
+    match compiler {
+        Compiler::Winch => {
+            config.strategy(wasmtime::Strategy::Winch);
+        }
+        Compiler::Cranelift => {
+            // Compile fast rather than generate the last few percent of
+            // speed: a first run compiles every plugin (measured on the
+            // three official ones: 0.46 s of CPU with the defaults, 0.26 s
+            // this way), while a plugin call is mostly the host's work
+            // (instantiating, lowering the request; unchanged at ~1.25 ms
+            // per build of three calls each way). The guest was optimised
+            // by its own compiler before it became wasm, so Cranelift's
+            // optimiser has little left to find; single-pass register
+            // allocation spills more, in linear time.
+            config.strategy(wasmtime::Strategy::Cranelift);
+            config.cranelift_opt_level(wasmtime::OptLevel::None);
+            config.cranelift_regalloc_algorithm(wasmtime::RegallocAlgorithm::SinglePass);
+        }
+    }
+    config
+}
+
 impl Compiled {
     fn start(compiler: Compiler) -> Result<Compiled, String> {
         tracing::debug!(?compiler, "making a compiler's engine");
-        let mut config = Config::new();
-        config.wasm_component_model(true).epoch_interruption(true).parallel_compilation(true);
-        match compiler {
-            Compiler::Winch => {
-                config.strategy(wasmtime::Strategy::Winch);
-            }
-            Compiler::Cranelift => {
-                // Compile fast rather than generate the last few percent of
-                // speed: a first run compiles every plugin (measured on the
-                // three official ones: 0.46 s of CPU with the defaults, 0.26 s
-                // this way), while a plugin call is mostly the host's work
-                // (instantiating, lowering the request; unchanged at ~1.25 ms
-                // per build of three calls each way). The guest was optimised
-                // by its own compiler before it became wasm, so Cranelift's
-                // optimiser has little left to find; single-pass register
-                // allocation spills more, in linear time.
-                config.strategy(wasmtime::Strategy::Cranelift);
-                config.cranelift_opt_level(wasmtime::OptLevel::None);
-                config.cranelift_regalloc_algorithm(wasmtime::RegallocAlgorithm::SinglePass);
-            }
-        }
+        let config = config(compiler);
         let engine = match Engine::new(config.clone().allocation_strategy(pool())) {
             Ok(engine) => engine,
             Err(e) => {

@@ -3,6 +3,8 @@
 //!
 //! ```text
 //! runtime::WASMTIME (proem_core::plugin::runtime::Runtime)
+//!   ─ compile_cost what compiling a component may cost, estimated before anything is compiled
+//!   ─ compile    the compile itself: in a child process limited in memory and CPU where the executable offers one
 //!   ─ cache      compiled components on disk (checksummed, keyed by the wasm and the engine)
 //!   ─ engine     an Engine and Linker per compiler (Winch first, Cranelift for the rest), epoch tickers, instance pools, the plugin threads
 //!   ─ call       one hook in a fresh store: deadline, wall-clock timeout, memory limit, verdict
@@ -20,6 +22,7 @@ pub mod builtin;
 pub mod cache;
 pub mod call;
 pub mod clock;
+pub mod compile;
 pub mod compile_cost;
 pub mod engine;
 pub mod runtime;

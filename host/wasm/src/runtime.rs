@@ -43,11 +43,13 @@ impl Runtime for Wasmtime {
 
     fn link(&self, digest: &str, wasm: WasmBytes<'_>, api: &str, cache_dir: Option<&CacheDir>) -> LinkResult {
         let (compiled, component, origin) = load(engine::get()?, digest, wasm, cache_dir)?;
-        let cannot_link = |e: wasmtime::Error| PluginError::Link(crate::binary::link_error(&cache::error_chain(&e)));
+        let cannot_link =
+            |e: wasmtime::Error| PluginError::Link(crate::binary::link_error(&crate::compile::error_chain(&e)));
         let stubbed = crate::stubs::linker_for(&compiled.engine, &compiled.linker, &component).map_err(cannot_link)?;
         let pre = stubbed.as_ref().unwrap_or(&compiled.linker).instantiate_pre(&component).map_err(cannot_link)?;
-        let mismatch =
-            |e: wasmtime::Error| PluginError::Link(format!("does not match API {api}: {}", cache::error_chain(&e)));
+        let mismatch = |e: wasmtime::Error| {
+            PluginError::Link(format!("does not match API {api}: {}", crate::compile::error_chain(&e)))
+        };
         let version = ApiVersion::parse(api)
             .ok_or_else(|| PluginError::Refused(format!("API {api} has no bindings in this proem")))?;
         let bindings = version.bind(pre).map_err(mismatch)?;
@@ -82,7 +84,7 @@ pub fn load<'e>(
 ) -> Result<(&'e Compiled, wasmtime::component::Component, Origin), PluginError> {
     let first = engine.first()?;
     if first.compiler == Compiler::Cranelift {
-        return cache::load_or_compile(&first.engine, digest, wasm, cache_dir).map(|(c, o)| (first, c, o));
+        return cache::load_or_compile(first, digest, wasm, cache_dir).map(|(c, o)| (first, c, o));
     }
     if let Some(dir) = cache_dir {
         if let Some(component) = cache::lookup(&first.engine, digest, dir) {
@@ -93,12 +95,12 @@ pub fn load<'e>(
             return Ok((cranelift, component, Origin::Cached));
         }
     }
-    match cache::load_or_compile(&first.engine, digest, wasm, cache_dir) {
+    match cache::load_or_compile(first, digest, wasm, cache_dir) {
         Ok((component, origin)) => Ok((first, component, origin)),
         Err(PluginError::Compile(why)) => {
             tracing::debug!("Winch refused the component ({why}); compiling it with Cranelift");
             let cranelift = engine.cranelift()?;
-            cache::load_or_compile(&cranelift.engine, digest, wasm, cache_dir).map(|(c, o)| (cranelift, c, o))
+            cache::load_or_compile(cranelift, digest, wasm, cache_dir).map(|(c, o)| (cranelift, c, o))
         }
         Err(other) => Err(other),
     }
