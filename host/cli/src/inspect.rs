@@ -189,6 +189,11 @@ pub fn wrap(text: &str, width: usize, first: &str, indent: usize) -> Vec<String>
 /// draws a labelled line across the table before row `at` (after the last
 /// row when `at` is the row count).
 fn grid(header: &[&str], rows: &[Vec<String>], right: &[usize], rule: Option<(usize, &str)>) -> String {
+    // Cells come from the agent's folder (file names, proem.toml paths):
+    // each on one line, with no control or invisible character.
+    let cleaned: Vec<Vec<String>> =
+        rows.iter().map(|row| row.iter().map(|cell| proem_core::text::one_line(cell, 1000)).collect()).collect();
+    let rows = &cleaned;
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for row in rows {
         for (i, cell) in row.iter().enumerate() {

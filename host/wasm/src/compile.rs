@@ -11,7 +11,9 @@
 //! engine configuration, and writes the compiled code to its standard
 //! output; the parent also kills it past a wall-clock limit. Whatever the
 //! plugin, the compile ends within those limits or fails naming them, and
-//! the process that asked goes on. The library (Rust, Python, Node)
+//! the process that asked goes on. (Open: compiles run at once, a child per
+//! plugin being loaded, and a refusal is not remembered between
+//! processes; docs/SECURITY.md, the compile helper's row.) The library (Rust, Python, Node)
 //! compiles in its own process, bounded by the estimate of
 //! [`crate::compile_cost`] alone.
 
@@ -29,8 +31,9 @@ pub const HELPER_ARG: &str = "__compile-plugin";
 
 /// The most compiled code the parent reads back: the parent holds it and
 /// wasmtime's copy of it at once (the largest real plugin's is 50 MB; a
-/// red-team chain of conversions made 623 MB from 12 MB of wasm).
-const MAX_OUTPUT_BYTES: u64 = 256 << 20;
+/// red-team chain of conversions made 623 MB from 12 MB of wasm, and
+/// memory images of unused modules 256 MB from 671 bytes).
+const MAX_OUTPUT_BYTES: u64 = 128 << 20;
 
 /// The most wasm the helper reads: the plugin size cap.
 const MAX_INPUT_BYTES: u64 = proem_core::plugin::binary::MAX_PLUGIN_BYTES;
@@ -108,7 +111,7 @@ impl Limits {
 /// one, else here.
 pub fn compile(compiled: &Compiled, wasm: &[u8]) -> Result<Component, PluginError> {
     match HELPER.get() {
-        Some(exe) => in_helper(exe, compiled, wasm, Limits::from_env().map_err(PluginError::Host)?),
+        Some(exe) => in_helper(exe, compiled, wasm, Limits::from_env().map_err(PluginError::Host)?, MAX_OUTPUT_BYTES),
         None => Component::new(&compiled.engine, wasm).map_err(|e| cannot_compile(&error_chain(&e))),
     }
 }
@@ -122,6 +125,7 @@ fn in_helper(
     compiled: &Compiled,
     wasm: &[u8],
     limits: Limits,
+    max_output: u64,
 ) -> Result<Component, PluginError> {
     use std::process::{Command, Stdio};
     let child = Command::new(exe)
@@ -158,27 +162,31 @@ fn in_helper(
             let _ = stdin.write_all(wasm);
         });
         let message = scope.spawn(move || read_capped(stderr, 64 << 10));
+        // The child is not reaped before the scope ends (the parent waits
+        // below), so its pid is still its own when killed in here.
+        let kill = move || {
+            if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+            }
+        };
         let watchdog = scope.spawn(move || {
             let timed_out =
                 matches!(finished.recv_timeout(limits.wall()), Err(std::sync::mpsc::RecvTimeoutError::Timeout));
             if timed_out {
-                // Not reaped yet (the parent waits below, after this thread
-                // ends), so the pid is still the child's.
-                if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
-                    let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-                }
+                kill();
             }
             timed_out
         });
-        let output = read_capped(stdout, MAX_OUTPUT_BYTES);
+        let output = read_capped(stdout, max_output);
+        if output.len() as u64 > max_output {
+            // It would block writing the rest, with its standard error open.
+            kill();
+        }
         let message = message.join().unwrap_or_default();
         let _ = done.send(());
         let killed = watchdog.join().unwrap_or(false);
         (output, message, killed)
     });
-    if output.len() as u64 > MAX_OUTPUT_BYTES {
-        let _ = child.kill();
-    }
     let status = child.wait().map_err(|e| PluginError::Host(format!("the compile helper: {e}")))?;
     tracing::debug!(elapsed_ms = started.elapsed().as_millis() as u64, ?status, "compile helper ended");
     // Its first line, without the backtrace a compiler error may carry.
@@ -191,14 +199,17 @@ fn in_helper(
             limits.wall().as_secs()
         )));
     }
-    if output.len() as u64 > MAX_OUTPUT_BYTES {
-        return Err(over(format!("its compiled code is over {} MiB", MAX_OUTPUT_BYTES >> 20)));
+    if output.len() as u64 > max_output {
+        return Err(over(format!("its compiled code is over {} MiB", max_output >> 20)));
     }
     if !status.success() {
         return Err(match status_kind(&status) {
             Ended::Refused => cannot_compile(&message),
             Ended::Cpu => {
                 over(format!("compiling it took more than {} s of CPU (PROEM_COMPILE_MAX_CPU_S)", limits.cpu_seconds))
+            }
+            Ended::Memory if message.contains("overflowed its stack") => {
+                over("compiling it overflowed the compiler's stack (code nested too deep)".into())
             }
             Ended::Memory => over(format!(
                 "compiling it needed more than {} MiB of memory (PROEM_COMPILE_MAX_MIB)",
@@ -265,6 +276,10 @@ pub fn helper_main(args: &[String]) -> i32 {
         eprintln!("usage: {HELPER_ARG} winch|cranelift MEMORY_MIB CPU_SECONDS (proem's compile helper)");
         return 3;
     };
+    // Ends with the process that asked (killed or stopped by a signal, it
+    // cannot wait for the result).
+    #[cfg(target_os = "linux")]
+    let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
     use rustix::process::{setrlimit, Resource, Rlimit};
     let memory = mib.saturating_mul(1 << 20);
     let limited = setrlimit(Resource::Data, Rlimit { current: Some(memory), maximum: Some(memory) })
@@ -340,7 +355,7 @@ mod tests {
         let compiled = crate::engine::get().unwrap().first().unwrap();
         let wasm = std::fs::read(std::path::Path::new(crate::GUEST_DIR).join("gpt5_overlay.wasm")).unwrap();
         let missing = std::path::Path::new("/nonexistent/proem-full");
-        let component = in_helper(missing, compiled, &wasm, Limits::DEFAULT).unwrap();
+        let component = in_helper(missing, compiled, &wasm, Limits::DEFAULT, MAX_OUTPUT_BYTES).unwrap();
         assert!(component.component_type().exports(&compiled.engine).count() > 0);
     }
 
@@ -359,13 +374,17 @@ mod tests {
         };
         let wasm = b"\0asm\x0d\0\x01\0";
         let limits = Limits { memory_mib: 64, cpu_seconds: 1 };
-        let run = |name: &str, body: &str| in_helper(&script(name, body), compiled, wasm, limits).err().unwrap();
+        let run =
+            |name: &str, body: &str| in_helper(&script(name, body), compiled, wasm, limits, 1 << 20).err().unwrap();
         let garbage = run("garbage", "cat > /dev/null; echo not compiled code");
         assert!(matches!(&garbage, PluginError::Host(m) if m.contains("the compile helper's output")), "{garbage:?}");
         let refused = run("refused", "cat > /dev/null; echo 'bad code' >&2; echo 'Stack backtrace: x' >&2; exit 2");
         assert_eq!(refused, PluginError::Compile("cannot compile: bad code".into()));
         let aborted = run("aborted", "cat > /dev/null; kill -ABRT $$");
         assert!(matches!(&aborted, PluginError::Refused(m) if m.contains("more than 64 MiB of memory")), "{aborted:?}");
+        // One that writes more than the parent reads (and would block there).
+        let flood = run("flood", "cat > /dev/null; exec cat /dev/zero");
+        assert!(matches!(&flood, PluginError::Refused(m) if m.contains("compiled code is over 1 MiB")), "{flood:?}");
         let cpu = run("cpu", "cat > /dev/null; kill -XCPU $$");
         assert!(matches!(&cpu, PluginError::Refused(m) if m.contains("more than 1 s of CPU")), "{cpu:?}");
         // One that sleeps past the wall-clock limit (2 × 1 s + 10 s) is killed.

@@ -18,10 +18,10 @@
 
 /// The most a component's compile may be estimated to need, in bytes
 /// (1.5 GiB). The largest real plugins are estimated at: the Python
-/// template (componentize-py, 13,361 functions) 0.48 GiB; the
+/// template (componentize-py, 13,361 functions) 0.56 GiB; the
 /// StarlingMonkey JavaScript runtime (componentize-js, 12,701 functions)
-/// 0.67 GiB, its weval build 0.78 GiB; the official Rust plugins under
-/// 16 MiB. What the estimate costs for real, at most: docs/SECURITY.md,
+/// 0.77 GiB, its weval build 0.93 GiB; the official Rust plugins under
+/// 24 MiB. What the estimate costs for real, at most: docs/SECURITY.md,
 /// "Bad binaries".
 pub const MAX_COMPONENT_COST: u64 = 3 << 29;
 
@@ -29,12 +29,15 @@ pub const MAX_COMPONENT_COST: u64 = 3 << 29;
 /// holds its whole IR at once (up to ~6 times what it keeps), and one
 /// function compiles on each core at a time. The largest real function
 /// met (CPython's interpreter loop, 427 KB of wasm) is estimated at
-/// 30 MiB.
+/// 33 MiB.
 pub const MAX_FUNCTION_COST: u64 = 64 << 20;
 
 /// Charged per function: its frame, signature and metadata (100,000 empty
 /// functions kept 6.0 KB each).
 const PER_FUNCTION: u64 = 8 << 10;
+/// Charged per core type, and per parameter or result of a function type.
+const PER_TYPE: u64 = 1 << 10;
+const PER_TYPE_VALUE: u64 = 256;
 /// Charged per declared local.
 const PER_LOCAL: u64 = 8;
 /// Integer operators, locals and constants: at most a few instructions, no
@@ -105,11 +108,35 @@ pub fn estimate(bytes: &[u8]) -> Result<Cost, String> {
     let malformed = |e: wasmparser::BinaryReaderError| format!("malformed component: {e}");
     let mut cost = Cost::default();
     for payload in wasmparser::Parser::new(0).parse_all(bytes) {
-        if let wasmparser::Payload::CodeSectionEntry(body) = payload.map_err(malformed)? {
-            let function = function_cost(&body).map_err(malformed)?;
-            cost.functions = cost.functions.saturating_add(1);
-            cost.total = cost.total.saturating_add(function);
-            cost.largest_function = cost.largest_function.max(function);
+        match payload.map_err(malformed)? {
+            wasmparser::Payload::CodeSectionEntry(body) => {
+                let function = function_cost(&body).map_err(malformed)?;
+                cost.functions = cost.functions.saturating_add(1);
+                cost.total = cost.total.saturating_add(function);
+                cost.largest_function = cost.largest_function.max(function);
+            }
+            wasmparser::Payload::TypeSection(types) => {
+                cost.total = cost.total.saturating_add(types_cost(types).map_err(malformed)?);
+            }
+            _ => {}
+        }
+    }
+    Ok(cost)
+}
+
+/// A core module's types: each is compiled into signatures, trampolines and
+/// type information the loading process keeps (the red team's 140,000
+/// types of 60 parameters each, and no code, took 1.9 GB to compile and
+/// 1.2 GB to load).
+fn types_cost(types: wasmparser::TypeSectionReader<'_>) -> wasmparser::Result<u64> {
+    let mut cost = 0u64;
+    for group in types {
+        for ty in group?.types() {
+            let values = match &ty.composite_type.inner {
+                wasmparser::CompositeInnerType::Func(func) => func.params().len() + func.results().len(),
+                _ => 0,
+            };
+            cost = cost.saturating_add(PER_TYPE).saturating_add((values as u64).saturating_mul(PER_TYPE_VALUE));
         }
     }
     Ok(cost)
@@ -416,7 +443,9 @@ mod tests {
             let bytes = component(&[module(functions as usize, shape.0, repeat as usize)]);
             let cost = estimate(&bytes).unwrap();
             assert_eq!(cost.functions, functions, "{shape:?}");
-            assert_eq!(cost.total, expected(functions, shape, repeat), "{shape:?} × {repeat} in {functions}");
+            // The module's one type, `(func)`, as well.
+            let total = expected(functions, shape, repeat) + PER_TYPE;
+            assert_eq!(cost.total, total, "{shape:?} × {repeat} in {functions}");
             assert_eq!(cost.largest_function, expected(1, shape, repeat), "{shape:?}");
         }
         // Every core module counts, nested ones included.
@@ -428,7 +457,7 @@ mod tests {
     #[test]
     fn a_component_over_a_limit_is_refused_naming_the_estimate_and_the_limit() {
         // Empty functions: the count alone (100,000 of them took 624 MB).
-        let functions = (MAX_COMPONENT_COST / expected(1, ("", 0, 0), 0)) as usize;
+        let functions = ((MAX_COMPONENT_COST - PER_TYPE) / expected(1, ("", 0, 0), 0)) as usize;
         assert!(check(&component(&[module(functions, "", 0)])).is_ok());
         let why = check(&component(&[module(functions + 1, "", 0)])).unwrap_err();
         assert!(why.contains("would need about 1537 MiB to compile, over proem's limit of 1536 MiB"), "{why}");
@@ -440,6 +469,24 @@ mod tests {
         let why = check(&component(&[module(1, "loop end", loops + 1)])).unwrap_err();
         assert!(why.contains("one of its functions would need about 65 MiB"), "{why}");
         assert!(why.contains("limit of 64 MiB for one function"), "{why}");
+    }
+
+    #[test]
+    fn types_are_charged_by_their_parameters() {
+        let params = |n: usize| format!("(type (func (param {})))", vec!["i64"; n].join(" "));
+        let base = estimate(&component(&[module(1, "", 0)])).unwrap().total;
+        let with = |types: usize, n: usize| {
+            let text = module(1, "", 0).replacen(
+                "(type (func))",
+                &format!("(type (func)) {}", vec![params(n); types].join(" ")),
+                1,
+            );
+            estimate(&component(&[text])).unwrap().total - base
+        };
+        assert_eq!(with(3, 0), 3 * PER_TYPE);
+        assert_eq!(with(2, 60), 2 * (PER_TYPE + 60 * PER_TYPE_VALUE));
+        // The red team's 140,000 types of 60 parameters: refused.
+        const { assert!(140_000 * (PER_TYPE + 60 * PER_TYPE_VALUE) > MAX_COMPONENT_COST) };
     }
 
     #[test]
