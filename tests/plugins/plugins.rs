@@ -462,15 +462,7 @@ fn a_plugin_whose_code_would_cost_too_much_to_compile_is_refused_before_compilin
     // Through the CLI, in a cache folder of its own: refused, nothing cached.
     let dir = tempfile::tempdir().unwrap();
     let cache = dir.path().join("cache");
-    let plugin_run = |wasm: Vec<u8>| {
-        std::fs::write(dir.path().join("p.wasm"), wasm).unwrap();
-        std::process::Command::new(env!("CARGO_BIN_EXE_proem-full"))
-            .env("PROEM_CACHE_DIR", &cache)
-            .current_dir(dir.path())
-            .args(["plugin", "run", "p.wasm"])
-            .output()
-            .unwrap()
-    };
+    let plugin_run = |wasm: Vec<u8>| plugin_run_in(dir.path(), &cache, &wasm, &[]);
     let out = plugin_run(with_module(1, &loops(40_000)));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && stderr.contains("over proem's limit"), "{stderr}");
@@ -498,13 +490,7 @@ fn a_plugin_the_baseline_compiler_refuses_loads_with_cranelift() {
     let dir = tempfile::tempdir().unwrap();
     let cache = dir.path().join("cache");
     let plugin_run = |wasm: &[u8]| {
-        std::fs::write(dir.path().join("p.wasm"), wasm).unwrap();
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_proem-full"))
-            .env("PROEM_CACHE_DIR", &cache)
-            .current_dir(dir.path())
-            .args(["plugin", "run", "p.wasm"])
-            .output()
-            .unwrap();
+        let out = plugin_run_in(dir.path(), &cache, wasm, &[]);
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         let answer: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         let stable = &answer["hooks"][0];
@@ -550,14 +536,7 @@ fn a_compile_over_the_helpers_limits_is_stopped_naming_the_limit() {
     let dir = tempfile::tempdir().unwrap();
     let cache = dir.path().join("cache");
     let plugin_run = |wasm: Vec<u8>, env: (&str, &str)| {
-        std::fs::write(dir.path().join("p.wasm"), wasm).unwrap();
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_proem-full"))
-            .env("PROEM_CACHE_DIR", &cache)
-            .env(env.0, env.1)
-            .current_dir(dir.path())
-            .args(["plugin", "run", "p.wasm"])
-            .output()
-            .unwrap();
+        let out = plugin_run_in(dir.path(), &cache, &wasm, &[env]);
         assert!(!out.status.success());
         String::from_utf8_lossy(&out.stderr).to_string()
     };
@@ -585,6 +564,24 @@ fn a_compile_over_the_helpers_limits_is_stopped_naming_the_limit() {
     // A limit that is not a number in its range is named.
     let err = plugin_run(guest_wasm("proem-fixture-guest"), ("PROEM_COMPILE_MAX_MIB", "lots"));
     assert!(err.contains("PROEM_COMPILE_MAX_MIB=\"lots\" is not a whole number from 64 to 65536"), "{err}");
+}
+
+/// `proem-full plugin run p.wasm` in `dir`, with `wasm` as p.wasm, the cache
+/// folder `cache` and the environment `env`.
+fn plugin_run_in(
+    dir: &std::path::Path,
+    cache: &std::path::Path,
+    wasm: &[u8],
+    env: &[(&str, &str)],
+) -> std::process::Output {
+    std::fs::write(dir.join("p.wasm"), wasm).unwrap();
+    std::process::Command::new(env!("CARGO_BIN_EXE_proem-full"))
+        .env("PROEM_CACHE_DIR", cache)
+        .envs(env.iter().copied())
+        .current_dir(dir)
+        .args(["plugin", "run", "p.wasm"])
+        .output()
+        .unwrap()
 }
 
 fn walk(dir: &std::path::Path) -> Vec<String> {

@@ -111,31 +111,37 @@ pub fn load_or_compile(
     wasm: WasmBytes<'_>,
     dir: Option<&CacheDir>,
 ) -> Result<(Component, Origin), PluginError> {
-    let engine = &compiled.engine;
-    let key = dir.and_then(|_| EntryKey::of_digest(engine, digest));
-    if let (Some(dir), Some(key)) = (dir, &key) {
-        if let Some(component) = read_entry(engine, dir, key) {
-            return Ok((component, Origin::Cached));
-        }
+    if let Some(component) = dir.and_then(|dir| lookup(&compiled.engine, digest, dir)) {
+        return Ok((component, Origin::Cached));
     }
     let wasm = wasm().map_err(PluginError::Host)?;
-    let key = match key {
-        Some(key) => Some(key),
-        None => dir.map(|_| EntryKey::new(engine, &wasm)),
-    };
+    compile_and_keep(compiled, digest, &wasm, dir).map(|component| (component, Origin::Compiled))
+}
+
+/// Compiles `wasm`, whose SHA-256 is `digest`, for `compiled`'s engine, and
+/// keeps the result in the cache folder `dir`: the one place a component
+/// is compiled.
+pub fn compile_and_keep(
+    compiled: &crate::engine::Compiled,
+    digest: &str,
+    wasm: &[u8],
+    dir: Option<&CacheDir>,
+) -> Result<Component, PluginError> {
     // Nothing interrupts a compile: what it may cost is bounded first. (Bytes
     // the estimate cannot read, the compiler could not either.)
     let cannot = |e: String| PluginError::Compile(format!("cannot compile: {e}"));
-    let cost = crate::compile_cost::estimate(&wasm).map_err(cannot)?;
+    let cost = crate::compile_cost::estimate(wasm).map_err(cannot)?;
     crate::compile_cost::within_limits(&cost).map_err(PluginError::Refused)?;
-    let component = crate::compile::compile(compiled, &wasm)?;
+    let component = crate::compile::compile(compiled, wasm)?;
     tracing::debug!(wasm_bytes = wasm.len(), estimated_bytes = cost.total, "compiled a component");
-    if let (Some(dir), Some(key)) = (dir, &key) {
-        if let Err(e) = write_entry(&component, dir, key) {
+    if let Some(dir) = dir {
+        let engine = &compiled.engine;
+        let key = EntryKey::of_digest(engine, digest).unwrap_or_else(|| EntryKey::new(engine, wasm));
+        if let Err(e) = write_entry(&component, dir, &key) {
             tracing::warn!(dir = %dir.path().display(), "cannot write the component cache: {e}");
         }
     }
-    Ok((component, Origin::Compiled))
+    Ok(component)
 }
 
 /// Whether checked entries are mapped rather than copied: see

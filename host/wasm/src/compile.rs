@@ -112,8 +112,12 @@ impl Limits {
 pub fn compile(compiled: &Compiled, wasm: &[u8]) -> Result<Component, PluginError> {
     match HELPER.get() {
         Some(exe) => in_helper(exe, compiled, wasm, Limits::from_env().map_err(PluginError::Host)?, MAX_OUTPUT_BYTES),
-        None => Component::new(&compiled.engine, wasm).map_err(|e| cannot_compile(&error_chain(&e))),
+        None => in_this_process(compiled, wasm),
     }
+}
+
+fn in_this_process(compiled: &Compiled, wasm: &[u8]) -> Result<Component, PluginError> {
+    Component::new(&compiled.engine, wasm).map_err(|e| cannot_compile(&error_chain(&e)))
 }
 
 fn cannot_compile(why: &str) -> PluginError {
@@ -143,7 +147,7 @@ fn in_helper(
             // No helper to run (no /proc, a sandbox forbidding exec): the
             // compile goes on here, bounded by the estimate alone, and says so.
             tracing::warn!("cannot start the compile helper {} ({e}); compiling in this process", exe.display());
-            return Component::new(&compiled.engine, wasm).map_err(|e| cannot_compile(&error_chain(&e)));
+            return in_this_process(compiled, wasm);
         }
     };
     let (Some(mut stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take())

@@ -95,12 +95,14 @@ pub fn load<'e>(
             return Ok((cranelift, component, Origin::Cached));
         }
     }
-    match cache::load_or_compile(first, digest, wasm, cache_dir) {
-        Ok((component, origin)) => Ok((first, component, origin)),
+    // The bytes are read (and checked against the digest) once, for both.
+    let wasm = wasm().map_err(PluginError::Host)?;
+    match cache::compile_and_keep(first, digest, &wasm, cache_dir) {
+        Ok(component) => Ok((first, component, Origin::Compiled)),
         Err(PluginError::Compile(why)) => {
             tracing::debug!("Winch refused the component ({why}); compiling it with Cranelift");
             let cranelift = engine.cranelift()?;
-            cache::load_or_compile(cranelift, digest, wasm, cache_dir).map(|(c, o)| (cranelift, c, o))
+            cache::compile_and_keep(cranelift, digest, &wasm, cache_dir).map(|c| (cranelift, c, Origin::Compiled))
         }
         Err(other) => Err(other),
     }
