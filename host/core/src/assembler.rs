@@ -306,8 +306,7 @@ impl Assembler {
         }
         let now = turn.now.unwrap_or_else(|| chrono::Utc::now().fixed_offset());
         let key = self.build_key(turn, &[], now, tool_list(turn).map(tools_hash)).ok()?;
-        let hit = self.memo.lock().peek(key).cloned();
-        hit.map(|remembered| remembered.answer())
+        BuildMemo::peek(&self.memo, key).map(|remembered| remembered.answer())
     }
 
     /// `turn`, its tools read when it names a tools file (inside the agent

@@ -28,9 +28,11 @@
 //! instances or watches fall back to the stats. Not seen by either: writes
 //! through a shared memory map before the writer syncs or closes the file.
 
+use crate::sync::Lock;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{openat, statat, AtFlags, Mode, OFlags};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use xxhash_rust::xxh3::Xxh3;
 
@@ -262,6 +264,8 @@ mod events {
     use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
     use std::collections::BTreeMap;
     use std::path::{Path, PathBuf};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, OnceLock};
 
     /// `statfs` magic numbers of local filesystems, where every change goes
     /// through this kernel and raises its event: ext2/3/4, XFS, Btrfs, tmpfs,
@@ -293,27 +297,40 @@ mod events {
             | WatchFlags::MOVED_TO
     }
 
-    /// The process's inotify instance and who holds which of its watches.
+    /// Who holds which of the process's inotify watches.
     struct Shared {
-        /// The instance, opened on first use (retried while it cannot be).
-        fd: Option<OwnedFd>,
         /// Each watch descriptor and the watch sets holding it.
         holders: BTreeMap<i32, Vec<u64>>,
-        /// Each live watch set: whether an event touched one of its watches.
-        changed: BTreeMap<u64, bool>,
+        /// Each live watch set: whether an event touched one of its watches
+        /// (the very flag its [`Watch`] reads).
+        changed: BTreeMap<u64, Arc<AtomicBool>>,
         /// The id of the next watch set.
         next_id: u64,
     }
 
-    static SHARED: Lock<Shared> =
-        Lock::new(Shared { fd: None, holders: BTreeMap::new(), changed: BTreeMap::new(), next_id: 0 });
+    static SHARED: Lock<Shared> = Lock::new(Shared { holders: BTreeMap::new(), changed: BTreeMap::new(), next_id: 0 });
+
+    /// The process's inotify instance, opened (under [`SHARED`]) on first
+    /// use, retried while it cannot be, never closed.
+    static FD: OnceLock<OwnedFd> = OnceLock::new();
+
+    /// Set (under [`SHARED`]) from before a drain reads events until every
+    /// set they touch is marked: while it is set, an empty queue does not
+    /// mean the flags are up to date (see [`Watch::unchanged`]).
+    static DRAINING: AtomicBool = AtomicBool::new(false);
 
     impl Shared {
         /// Reads every pending event and marks the watch sets it touches
         /// (all of them when the queue overflowed or the read failed). A
         /// watch the kernel dropped (its file deleted) is forgotten.
         fn drain(&mut self) {
-            let Some(fd) = &self.fd else { return };
+            let Some(fd) = FD.get() else { return };
+            DRAINING.store(true, Ordering::SeqCst);
+            self.mark_pending(fd);
+            DRAINING.store(false, Ordering::SeqCst);
+        }
+
+        fn mark_pending(&mut self, fd: &OwnedFd) {
             let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 4096];
             let mut reader = inotify::Reader::new(fd.as_fd(), &mut buf);
             let mut touched: Vec<(i32, bool)> = Vec::new();
@@ -330,11 +347,13 @@ mod events {
                 }
             }
             if all {
-                self.changed.values_mut().for_each(|c| *c = true);
+                self.changed.values().for_each(|c| c.store(true, Ordering::SeqCst));
             }
             for (wd, dropped) in touched {
                 for id in self.holders.get(&wd).into_iter().flatten() {
-                    self.changed.insert(*id, true);
+                    if let Some(flag) = self.changed.get(id) {
+                        flag.store(true, Ordering::SeqCst);
+                    }
                 }
                 if dropped {
                     self.holders.remove(&wd);
@@ -349,7 +368,7 @@ mod events {
                 ids.retain(|held| *held != id);
                 if ids.is_empty() {
                     self.holders.remove(wd);
-                    if let Some(fd) = &self.fd {
+                    if let Some(fd) = FD.get() {
                         let _ = inotify::remove_watch(fd, *wd);
                     }
                 }
@@ -363,14 +382,32 @@ mod events {
     pub struct Watch {
         id: u64,
         wds: Vec<i32>,
+        /// Set once an event touched one of `wds`.
+        changed: Arc<AtomicBool>,
     }
 
     impl Watch {
         /// Whether no event has touched this set's watches since it was made.
+        ///
+        /// Takes no lock when no event is queued (one `FIONREAD`): the
+        /// memo hits of `proem serve`'s threads, each asking this, do not
+        /// wait on each other (a thread preempted holding a lock here held
+        /// the others up for a scheduler tick: docs/PERFORMANCE.md). The
+        /// flag is then up to date: an event queued before this call was
+        /// either still queued (then it drains here, under the lock) or read
+        /// by a drain that set [`DRAINING`] before reading it, and that drain
+        /// either still runs (then this waits for it, under the lock) or
+        /// marked the flags before clearing [`DRAINING`].
         pub fn unchanged(&self) -> bool {
-            let mut shared = SHARED.lock();
-            shared.drain();
-            shared.changed.get(&self.id) == Some(&false)
+            if self.changed.load(Ordering::SeqCst) {
+                return false;
+            }
+            let quiet = FD.get().is_some_and(|fd| rustix::io::ioctl_fionread(fd).is_ok_and(|queued| queued == 0));
+            if quiet && !DRAINING.load(Ordering::SeqCst) {
+                return !self.changed.load(Ordering::SeqCst);
+            }
+            SHARED.lock().drain();
+            !self.changed.load(Ordering::SeqCst)
         }
     }
 
@@ -398,14 +435,16 @@ mod events {
         all.sort();
         all.dedup();
         let mut shared = SHARED.lock();
-        if shared.fd.is_none() {
-            shared.fd = inotify::init(CreateFlags::NONBLOCK | CreateFlags::CLOEXEC).ok();
+        if FD.get().is_none() {
+            if let Ok(fd) = inotify::init(CreateFlags::NONBLOCK | CreateFlags::CLOEXEC) {
+                let _ = FD.set(fd);
+            }
         }
         // Events that happened before this set existed are not its own.
         shared.drain();
         let id = shared.next_id;
         shared.next_id += 1;
-        let fd = shared.fd.as_ref()?.as_fd();
+        let fd = FD.get()?.as_fd();
         let mut wds: Vec<i32> = Vec::new();
         let mut refused = false;
         for path in &all {
@@ -428,8 +467,9 @@ mod events {
             shared.release(id, &wds);
             return None;
         }
-        shared.changed.insert(id, false);
-        Some(Watch { id, wds })
+        let changed = Arc::new(AtomicBool::new(false));
+        shared.changed.insert(id, changed.clone());
+        Some(Watch { id, wds, changed })
     }
 
     /// Whether `dir` is on a filesystem whose changes all raise events here.
@@ -441,7 +481,7 @@ mod events {
     /// none) and the watches in it: for tests and reports.
     pub fn usage() -> (usize, usize) {
         let shared = SHARED.lock();
-        (usize::from(shared.fd.is_some()), shared.holders.len())
+        (usize::from(FD.get().is_some()), shared.holders.len())
     }
 }
 
@@ -722,7 +762,8 @@ impl<K: SharedInputs, T: Clone> LastOfShared<K, T> {
 /// Results of recent builds, valid while `snapshot` is.
 #[derive(Debug)]
 pub struct BuildMemo<T> {
-    snapshot: Option<Snapshot>,
+    /// Shared, so that [`BuildMemo::peek`] checks it with the lock let go.
+    snapshot: Option<Arc<Snapshot>>,
     /// Bumped whenever the snapshot is retaken (plugins' memos key on it).
     generation: u64,
     entries: Vec<(u128, T)>,
@@ -751,7 +792,7 @@ impl<T: Clone> BuildMemo<T> {
         if !valid {
             let first = self.snapshot.is_none() && self.generation == 0;
             self.entries.clear();
-            self.snapshot = take(!first);
+            self.snapshot = take(!first).map(Arc::new);
             self.upgrade_tried = !first;
             self.generation += 1;
         } else if !self.upgrade_tried {
@@ -763,7 +804,7 @@ impl<T: Clone> BuildMemo<T> {
                     self.entries.clear();
                     self.generation += 1;
                 }
-                self.snapshot = Some(watched);
+                self.snapshot = Some(Arc::new(watched));
             }
         }
         self.generation
@@ -771,35 +812,44 @@ impl<T: Clone> BuildMemo<T> {
 
     /// The current snapshot's [`Snapshot::stamp`].
     pub fn stamp(&self) -> Option<u128> {
-        self.snapshot.as_ref().and_then(Snapshot::stamp)
+        self.snapshot.as_deref().and_then(Snapshot::stamp)
     }
 
     /// Whether the current snapshot is checked by file events.
     pub fn watched(&self) -> bool {
-        self.snapshot.as_ref().is_some_and(Snapshot::watched)
+        self.snapshot.as_deref().is_some_and(Snapshot::watched)
     }
 
     /// Whether results can be kept under the current snapshot.
     pub fn usable(&self) -> bool {
-        self.snapshot.as_ref().is_some_and(Snapshot::trustworthy)
+        self.snapshot.as_deref().is_some_and(Snapshot::trustworthy)
     }
 
     /// The result for `key` if the files are known unchanged without taking
     /// a new snapshot: only once file events watch them, so the check is one
-    /// non-blocking read (what a caller on an async thread can afford). A
-    /// change seen here drops the snapshot, so the next [`BuildMemo::refresh`]
-    /// takes a new one (the events it consumed are not lost).
-    pub fn peek(&mut self, key: u128) -> Option<&T> {
-        let watched = self.upgrade_tried && self.snapshot.as_ref().is_some_and(Snapshot::watched);
-        if !watched {
-            return None;
+    /// non-blocking `FIONREAD` (what a caller on an async thread can afford),
+    /// made after `memo`'s lock is let go: the hits of several threads wait
+    /// on each other only to find the entry. A change seen here drops the
+    /// snapshot (if it is still the memo's), so the next
+    /// [`BuildMemo::refresh`] takes a new one (the events it consumed are
+    /// not lost).
+    pub fn peek(memo: &Lock<Self>, key: u128) -> Option<T> {
+        let (snapshot, found) = {
+            let memo = memo.lock();
+            let snapshot = memo.snapshot.clone().filter(|s| memo.upgrade_tried && s.watched())?;
+            let found = memo.entries.iter().find(|(k, _)| *k == key).map(|(_, v)| v.clone())?;
+            (snapshot, found)
+        };
+        if snapshot.unchanged() {
+            memo.lock().hits += 1;
+            return Some(found);
         }
-        if !self.snapshot.as_ref().is_some_and(Snapshot::unchanged) {
-            self.snapshot = None;
-            self.entries.clear();
-            return None;
+        let mut memo = memo.lock();
+        if memo.snapshot.as_ref().is_some_and(|kept| Arc::ptr_eq(kept, &snapshot)) {
+            memo.snapshot = None;
+            memo.entries.clear();
         }
-        self.get(key)
+        None
     }
 
     /// The result for `key`, if any.
@@ -877,6 +927,65 @@ mod tests {
             proptest::prop_assert_eq!(h.finish(), xxhash_rust::xxh3::xxh3_128(&plain));
             proptest::prop_assert_eq!(h.finish(), h.finish(), "finish leaves the hasher as it was");
         }
+    }
+
+    /// A change written before a check is seen by that check, however the
+    /// checks of other threads race it: they drain the queue (the very
+    /// event, for a second watch set on the same folder) while this one
+    /// looks at it without the lock, and the lock-free path of
+    /// [`events::Watch::unchanged`] must never answer from a flag a drain in
+    /// flight has not marked yet. Random pauses move the write across the
+    /// other threads' checks; fails with the `DRAINING` check taken out.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    #[test]
+    fn a_change_written_before_a_check_is_seen_whatever_other_threads_check() {
+        use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(root.join("SOUL.md"), "0").unwrap();
+        let fd = rustix::fs::open(root, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()).unwrap();
+        let take = || Snapshot::take(root, fd.as_fd(), &["SOUL.md".to_string()], false, true).unwrap();
+        let mut rng = proptest::test_runner::TestRng::deterministic_rng(proptest::test_runner::RngAlgorithm::ChaCha);
+        let mut missed = 0u32;
+        for round in 0..400u32 {
+            let (ours, other) = (take(), take());
+            if !ours.watched() {
+                panic!("{} gives no file events: this test needs a local filesystem", root.display());
+            }
+            let written = AtomicBool::new(false);
+            let pause: u32 = rand_below(&mut rng, 4000);
+            let stale = std::sync::atomic::AtomicU32::new(0);
+            std::thread::scope(|s| {
+                for checker in 0..3 {
+                    let (ours, other, written, stale) = (&ours, &other, &written, &stale);
+                    s.spawn(move || loop {
+                        let before = written.load(SeqCst);
+                        let unchanged = if checker == 0 { other.unchanged() } else { ours.unchanged() };
+                        if before {
+                            if unchanged && checker != 0 {
+                                stale.fetch_add(1, SeqCst);
+                            }
+                            break;
+                        }
+                    });
+                }
+                for _ in 0..pause {
+                    std::hint::spin_loop();
+                }
+                std::fs::write(root.join("SOUL.md"), round.to_string()).unwrap();
+                written.store(true, SeqCst);
+                if ours.unchanged() {
+                    stale.fetch_add(1, SeqCst);
+                }
+            });
+            missed += stale.load(SeqCst);
+        }
+        assert_eq!(missed, 0, "checks made after a write answered unchanged");
+    }
+
+    fn rand_below(rng: &mut proptest::test_runner::TestRng, n: u32) -> u32 {
+        use proptest::prelude::Rng as _;
+        rng.next_u32() % n
     }
 
     #[test]
