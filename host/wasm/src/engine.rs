@@ -144,25 +144,24 @@ pub struct Compiled {
 pub fn config(compiler: Compiler) -> Config {
     let mut config = Config::new();
     config.wasm_component_model(true).epoch_interruption(true).parallel_compilation(true);
-    match compiler {
-        Compiler::Winch => {
-            config.strategy(wasmtime::Strategy::Winch);
-        }
-        Compiler::Cranelift => {
-            // Compile fast rather than generate the last few percent of
-            // speed: a first run compiles every plugin (measured on the
-            // three official ones: 0.46 s of CPU with the defaults, 0.26 s
-            // this way), while a plugin call is mostly the host's work
-            // (instantiating, lowering the request; unchanged at ~1.25 ms
-            // per build of three calls each way). The guest was optimised
-            // by its own compiler before it became wasm, so Cranelift's
-            // optimiser has little left to find; single-pass register
-            // allocation spills more, in linear time.
-            config.strategy(wasmtime::Strategy::Cranelift);
-            config.cranelift_opt_level(wasmtime::OptLevel::None);
-            config.cranelift_regalloc_algorithm(wasmtime::RegallocAlgorithm::SinglePass);
-        }
-    }
+    // Compile fast rather than generate the last few percent of speed: a
+    // first run compiles every plugin (measured on the three official ones:
+    // 0.46 s of CPU with the defaults, 0.26 s this way), while a plugin call
+    // is mostly the host's work (instantiating, lowering the request;
+    // unchanged at ~1.25 ms per build of three calls each way). The guest
+    // was optimised by its own compiler before it became wasm, so
+    // Cranelift's optimiser has little left to find; single-pass register
+    // allocation spills more, in linear time. Winch's engine needs these
+    // too: Winch compiles the guest's functions, but Cranelift still
+    // compiles the component's trampolines and adapters there, and with the
+    // defaults they were three quarters of a first run's compile
+    // (docs/PERFORMANCE.md).
+    config.cranelift_opt_level(wasmtime::OptLevel::None);
+    config.cranelift_regalloc_algorithm(wasmtime::RegallocAlgorithm::SinglePass);
+    config.strategy(match compiler {
+        Compiler::Winch => wasmtime::Strategy::Winch,
+        Compiler::Cranelift => wasmtime::Strategy::Cranelift,
+    });
     config
 }
 
