@@ -11,6 +11,11 @@
 //! target/release/examples/floor 95000      # prints: listening on http://127.0.0.1:PORT
 //! wrk -t2 -c16 -d10s --latency -s benches/wrk/build.lua http://127.0.0.1:PORT
 //! ```
+//!
+//! `floor BYTES conn` serves the same answer through `proem serve`'s own
+//! connection layer (`proem_serve::conn::serve`: its accept loop, limits,
+//! header and stall timers) instead of `axum::serve`, to tell what that
+//! layer costs from what the routes and the build cost.
 
 use axum::body::Bytes;
 
@@ -19,16 +24,24 @@ fn main() {
         None => 95_000,
         Some(Ok(n)) if n <= 64 << 20 => n,
         Some(_) => {
-            eprintln!("usage: floor [BYTES]  (the answer's size, at most 64 MiB; default 95000)");
+            eprintln!("usage: floor [BYTES [conn]]  (the answer's size, at most 64 MiB; default 95000; conn: through proem serve's connection layer)");
             std::process::exit(2);
         }
     };
+    let through_conn = std::env::args().nth(2).as_deref() == Some("conn");
     let body = Bytes::from(vec![b'x'; size]);
     let app = axum::Router::new().fallback(move || std::future::ready(body.clone()));
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a loopback port");
         println!("listening on http://{}", listener.local_addr().expect("its address"));
-        axum::serve(listener, app).await.expect("serves");
+        if through_conn {
+            let metrics = std::sync::Arc::new(proem_serve::metrics::Metrics::default());
+            let limits = proem_serve::conn::ConnLimits::default();
+            let forever = std::future::pending::<()>();
+            proem_serve::conn::serve(listener, app, limits, metrics, forever, std::time::Duration::ZERO).await;
+        } else {
+            axum::serve(listener, app).await.expect("serves");
+        }
     });
 }
