@@ -314,6 +314,85 @@ fn edits_reload_and_a_broken_config_keeps_the_last_good_one_serving() {
     );
 }
 
+/// A request sent after the agent's folder was replaced (a symlink swapped,
+/// a folder renamed into its place) or its proem.toml edited (in place or
+/// renamed over) is built from the new files, not from the last assembler:
+/// the background poll would see the change up to 250 ms later, and until
+/// then the service answered with the old folder's files or config. Random
+/// changes, each checked by the very next request.
+#[test]
+fn a_request_after_the_folder_is_replaced_or_the_config_edited_is_built_from_them() {
+    plugin_env();
+    let top = tempfile::tempdir().unwrap();
+    let (links, plain) = (top.path().join("links"), top.path().join("plain"));
+    std::fs::create_dir_all(&links).unwrap();
+    std::fs::create_dir_all(&plain).unwrap();
+    let mark = |dir: &Path, text: &str| {
+        let soul = std::fs::read_to_string(dir.join("SOUL.md")).unwrap();
+        assert!(soul.contains("calm, dry and precise"), "examples/marlow/SOUL.md: {soul}");
+        std::fs::write(dir.join("SOUL.md"), soul.replacen("calm, dry and precise", text, 1)).unwrap();
+    };
+    let named = |toml: &str, name: &str| -> String {
+        let at = toml.find("\nname = \"").expect("[agent] name in examples/marlow/proem.toml") + 1;
+        let end = at + toml[at..].find('\n').unwrap();
+        format!("{}name = {name:?}{}", &toml[..at], &toml[end..])
+    };
+    mark(&agent_copy_as(&links, "v0", "swapped"), "MARK-S-0");
+    std::os::unix::fs::symlink("v0", links.join("current")).unwrap();
+    let dir = agent_copy_as(&plain, "agent", "renamed");
+    mark(&dir, "MARK-R-0");
+    let server = Server::start(&[links.join("current").to_str().unwrap(), dir.to_str().unwrap()]);
+    let rt = runtime();
+    let c = client();
+    let build = |id: &str| -> String {
+        rt.block_on(async {
+            let body = json!({"now": "2026-11-21T09:30:00Z"});
+            let r = c.post(format!("{}/v1/agents/{id}/build", server.url)).json(&body).send().await.unwrap();
+            assert_eq!(r.status().as_u16(), 200);
+            r.text().await.unwrap()
+        })
+    };
+    assert!(build("swapped").contains("MARK-S-0"));
+    assert!(build("renamed").contains("MARK-R-0"));
+    let mut seed: u64 = 0x05ee_d0fa_6e47;
+    let mut kinds = [0u32; 4];
+    for round in 1..=16u32 {
+        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        let kind = ((seed >> 33) % 4) as usize;
+        kinds[kind] += 1;
+        let (id, want) = match kind {
+            0 => {
+                let version = format!("v{round}");
+                mark(&agent_copy_as(&links, &version, "swapped"), &format!("MARK-S-{round}"));
+                std::os::unix::fs::symlink(&version, links.join("next")).unwrap();
+                std::fs::rename(links.join("next"), links.join("current")).unwrap();
+                ("swapped", format!("MARK-S-{round}"))
+            }
+            1 => {
+                let new = agent_copy_as(&plain, "next", "renamed");
+                mark(&new, &format!("MARK-R-{round}"));
+                std::fs::rename(&dir, plain.join(format!("old{round}"))).unwrap();
+                std::fs::rename(&new, &dir).unwrap();
+                ("renamed", format!("MARK-R-{round}"))
+            }
+            2 => {
+                let toml = std::fs::read_to_string(dir.join("proem.toml")).unwrap();
+                std::fs::write(dir.join("proem.toml"), named(&toml, &format!("Name{round}"))).unwrap();
+                ("renamed", format!("Name{round}"))
+            }
+            _ => {
+                let toml = std::fs::read_to_string(dir.join("proem.toml")).unwrap();
+                std::fs::write(dir.join("proem.toml.new"), named(&toml, &format!("Name{round}"))).unwrap();
+                std::fs::rename(dir.join("proem.toml.new"), dir.join("proem.toml")).unwrap();
+                ("renamed", format!("Name{round}"))
+            }
+        };
+        let text = build(id);
+        assert!(text.contains(&want), "round {round} (change {kind}): the next request missed {want}:\n{text}");
+    }
+    assert!(kinds.iter().all(|n| *n > 0), "every kind of change was made: {kinds:?}");
+}
+
 /// A file rewritten in place (same inode), at the same size, with its
 /// modification time set back, is still a change: the stamp serve reloads
 /// by holds the status-change time, which no one can set back. For the

@@ -334,7 +334,9 @@ impl Assembler {
         paths.extend(self.config.team.team_file());
         for root in skills::roots(&self.config.skills) {
             paths.push(root.to_string());
-            for dir in self.workspace.subdirs(root) {
+            // A listing the system refused would leave these skills
+            // unwatched and make a later snapshot look changed: none.
+            for dir in self.workspace.listed_subdirs(root).ok()? {
                 paths.push(format!("{root}/{dir}/SKILL.md"));
                 paths.push(format!("{root}/{dir}"));
             }

@@ -190,16 +190,34 @@ impl Workspace {
         PerTurnFiles(found)
     }
 
-    /// Names of the sub-directories of `rel` (sorted), or empty when absent.
+    /// Names of the sub-directories of `rel` (sorted), or empty when absent
+    /// or unlistable.
     pub fn subdirs(&self, rel: &str) -> Vec<String> {
-        let Ok(entries) = self.dir.read_dir(rel) else { return Vec::new() };
-        let mut names: Vec<String> = entries
-            .filter_map(Result::ok)
-            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-            .filter_map(|e| e.file_name().into_string().ok())
-            .collect();
+        self.listed_subdirs(rel).unwrap_or_default()
+    }
+
+    /// [`Workspace::subdirs`], or why `rel` could not be listed whole: empty
+    /// only when it is absent or not a folder, never because the system
+    /// refused (out of file descriptors, say). What a snapshot watches is
+    /// listed this way, so that such a refusal gives no snapshot instead of
+    /// one that leaves every skill out.
+    pub fn listed_subdirs(&self, rel: &str) -> std::io::Result<Vec<String>> {
+        let entries = match self.dir.read_dir(rel) {
+            Ok(entries) => entries,
+            Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => return Ok(Vec::new()),
+            Err(e) => return Err(e),
+        };
+        let mut names = Vec::new();
+        for entry in entries {
+            let entry = entry?;
+            if entry.file_type()?.is_dir() {
+                if let Ok(name) = entry.file_name().into_string() {
+                    names.push(name);
+                }
+            }
+        }
         names.sort();
-        names
+        Ok(names)
     }
 }
 

@@ -12,7 +12,13 @@
 //! are the assembler's own memo's business) and at the `--agents` folder.
 //! A changed agent is reopened off the request path; until that succeeds the
 //! last good assembler keeps serving and the error shows on the agent's
-//! status. New folders appear, removed ones disappear.
+//! status. New folders appear, removed ones disappear. A request does not
+//! wait for the poll: what the serving assembler was loaded from (the
+//! folder's entry in the folder above it, proem.toml, the plugin files) is
+//! watched too ([`Agent::sources_may_have_changed`], one `FIONREAD`), and a
+//! request that finds it touched checks the stamps and reloads first
+//! ([`Agents::reload_if_changed`]): a folder replaced or a config edited
+//! before a request was sent is what that request is built from.
 //!
 //! What is served changes only on what was read: a listing of `--agents`
 //! that fails (out of file descriptors, say) changes no agent, a file whose
@@ -24,6 +30,7 @@
 
 use proem::Assembler;
 use proem_core::config::{Config, CONFIG_FILE};
+use proem_core::memo::Snapshot;
 use proem_core::sync::Lock;
 use std::collections::BTreeMap;
 use std::io;
@@ -71,6 +78,14 @@ pub struct Agent {
     failures: u32,
     /// When an unsettled agent is loaded again.
     retry_at: Instant,
+    /// A watch on the files the stamps are of and on the folder's entry in
+    /// the folder above it, taken before the last load looked at them
+    /// (`None`: it could not be set up; every request then checks the
+    /// stamps).
+    sources: Option<Snapshot>,
+    /// Held while the agent is loaded again, so that requests and the poll
+    /// that find it changed at once load it once.
+    reloading: Arc<Lock<()>>,
 }
 
 /// What one poll found.
@@ -182,16 +197,36 @@ impl Agents {
             self.follow_folders(&mut changes);
         }
         for agent in self.all() {
-            let (dir, due) = {
-                let a = agent.lock();
-                (a.dir.clone(), a.due(Instant::now()))
-            };
-            if due {
-                let attempt = Attempt::run(&dir);
-                agent.lock().apply(attempt, &mut changes);
-            }
+            let reloading = agent.lock().reloading.clone();
+            let _one_at_a_time = reloading.lock();
+            reload_if_due(&agent, &mut changes);
         }
         self.note_clashes();
+        changes
+    }
+
+    /// Loads `agent` again now if what it was loaded from changed (its
+    /// stamps differ) or its retry is due; else watches its sources again
+    /// (the event was about another file in its folder). Blocking: call it
+    /// off the async threads, when [`Agent::sources_may_have_changed`].
+    pub fn reload_if_changed(&self, agent: &Arc<Lock<Agent>>) -> Changes {
+        let mut changes = Changes::default();
+        let reloading = agent.lock().reloading.clone();
+        let _one_at_a_time = reloading.lock();
+        if !agent.lock().sources_may_have_changed() {
+            // Another request or the poll has just loaded it.
+            return changes;
+        }
+        let (dir, files) = {
+            let a = agent.lock();
+            (a.dir.clone(), a.source_files())
+        };
+        // Watched before the stamps are looked at: a change from here on is
+        // an event on the new watch.
+        let sources = watch_sources(&dir, &files);
+        if !reload_if_due(agent, &mut changes) {
+            agent.lock().sources = sources;
+        }
         changes
     }
 
@@ -292,6 +327,24 @@ fn is_missing(e: &io::Error) -> bool {
 }
 
 impl Agent {
+    /// Whether what the serving assembler was loaded from may have changed
+    /// since: an event on the agent's folder entry, proem.toml or a plugin
+    /// file, or any event in the folder itself (or, without file events, a
+    /// stat that differs). No lock is taken and, with events, one
+    /// `FIONREAD` is the whole cost; a request that sees it calls
+    /// [`Agents::reload_if_changed`] before it is answered.
+    pub fn sources_may_have_changed(&self) -> bool {
+        self.sources.as_ref().is_none_or(|sources| !sources.unchanged())
+    }
+
+    /// The files whose stamps decide a reload.
+    fn source_files(&self) -> Vec<PathBuf> {
+        match &self.stamps {
+            Some(stamps) => stamps.0.iter().map(|(f, _)| f.clone()).collect(),
+            None => watched_files(&self.dir, self.assembler.as_ref().map(|a| a.config())),
+        }
+    }
+
     /// The `[agent] id` of the config serving, when it names one other
     /// than the folder's.
     pub fn config_id(&self) -> Option<String> {
@@ -318,6 +371,8 @@ impl Agent {
             settled: false,
             failures: 0,
             retry_at: Instant::now(),
+            sources: None,
+            reloading: Arc::default(),
         };
         agent.apply(Attempt::run(&dir), &mut Changes::default());
         agent.reloads = 0;
@@ -350,6 +405,7 @@ impl Agent {
         };
         self.settled = result.is_ok() && attempt.stamps.is_some();
         self.stamps = attempt.stamps;
+        self.sources = attempt.sources;
         match result {
             Ok(assembler) => {
                 self.assembler = Some(assembler);
@@ -389,25 +445,61 @@ fn lost_plugin(serving: &Assembler, fresh: &Assembler) -> Option<String> {
     })
 }
 
+/// Loads `agent` again when [`Agent::due`]; whether it did. Call it holding
+/// [`Agent::reloading`].
+fn reload_if_due(agent: &Arc<Lock<Agent>>, changes: &mut Changes) -> bool {
+    let (dir, due) = {
+        let a = agent.lock();
+        (a.dir.clone(), a.due(Instant::now()))
+    };
+    if due {
+        let attempt = Attempt::run(&dir);
+        agent.lock().apply(attempt, changes);
+    }
+    due
+}
+
+/// A watch on `files` (proem.toml, the plugin files) and on the agent
+/// folder `dir`'s entry in the folder above it (a folder renamed or a
+/// symlink swapped into its place), by file events where the system gives
+/// them, else by stats ([`Snapshot`]); `None` when the folder above cannot
+/// be opened.
+fn watch_sources(dir: &Path, files: &[PathBuf]) -> Option<Snapshot> {
+    let name = dir.file_name().map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
+    let above = match dir.parent() {
+        Some(p) if p.as_os_str().is_empty() => Path::new("."),
+        Some(p) => p,
+        None => dir,
+    };
+    let relative = |f: &PathBuf| f.strip_prefix(above).map(Path::to_path_buf).unwrap_or_else(|_| f.clone());
+    let mut paths: Vec<String> = vec![name.to_string_lossy().into_owned()];
+    paths.extend(files.iter().map(|f| relative(f).to_string_lossy().into_owned()));
+    let opened = std::fs::File::open(above).ok()?;
+    Snapshot::take(above, std::os::fd::AsFd::as_fd(&opened), &paths, false, true)
+}
+
 /// One load of an agent: the stamps of the files it watched, taken before
 /// opening (`None` when one could not be read, or when the config the
 /// assembler opened names other plugin files than the one stamped), and
 /// the assembler or why not.
 struct Attempt {
     stamps: Option<Stamps>,
+    /// The watch on what it loaded from, taken before the stamps.
+    sources: Option<Snapshot>,
     result: Result<Arc<Assembler>, String>,
 }
 
 impl Attempt {
     fn run(dir: &Path) -> Attempt {
         let planned = watched_files(dir, Config::load(&dir.join(CONFIG_FILE)).ok().as_ref());
+        let sources = watch_sources(dir, &planned);
         let stamps = Stamps::read(planned.clone()).ok();
         let result = Assembler::open(dir, None).map(Arc::new).map_err(|e| e.to_string());
         let stamps = match &result {
             Ok(assembler) if watched_files(dir, Some(assembler.config())) != planned => None,
             _ => stamps,
         };
-        Attempt { stamps, result }
+        Attempt { stamps, sources, result }
     }
 }
 

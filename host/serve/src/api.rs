@@ -486,6 +486,7 @@ async fn run_build(state: &Arc<AppState>, asked: &str, headers: &HeaderMap, body
     // The deadline covers reading the body and queueing too.
     let started = Instant::now();
     let deadline = started + state.limits.timeout;
+    reload_if_changed(state, asked, deadline).await?;
     let Serving { id, dir, assembler, stale } = serving(state, asked)?;
     let id = id.as_str();
     let declared = declared_length(headers);
@@ -546,6 +547,23 @@ async fn run_build(state: &Arc<AppState>, asked: &str, headers: &HeaderMap, body
             Err(problem)
         }
     }
+}
+
+/// Loads the agent `asked` names again, before it answers, when what it
+/// was loaded from may have changed (its folder replaced, its proem.toml or
+/// a plugin file edited): the background poll would see it only later. A
+/// load that does not finish by `deadline` is a 503 (it goes on, and serves
+/// the next requests); an unknown agent is left to [`serving`].
+async fn reload_if_changed(state: &Arc<AppState>, asked: &str, deadline: Instant) -> Result<(), Problem> {
+    let Some(agent) = state.agents.get(asked) else { return Ok(()) };
+    if !agent.lock().sources_may_have_changed() {
+        return Ok(());
+    }
+    let agents = state.agents.clone();
+    let work = off_thread(move || agents.reload_if_changed(&agent));
+    let changes = tokio::time::timeout_at(deadline.into(), work).await.map_err(|_| timed_out(state))??;
+    crate::publish_reloads(state, changes.reloaded);
+    Ok(())
 }
 
 /// The agent a request names, as it serves now.

@@ -189,14 +189,7 @@ async fn reload_loop(state: Arc<api::AppState>) {
             changes
         };
         let Ok(changes) = tokio::task::spawn_blocking(work).await else { continue };
-        for (id, result) in changes.reloaded {
-            state.metrics.reload(&id, result.is_ok());
-            let change = match &result {
-                Ok(()) => Change::new(&id, "config", Vec::new(), None),
-                Err(why) => Change::new(&id, "reload_failed", Vec::new(), Some(why)),
-            };
-            state.events.publish(change);
-        }
+        publish_reloads(&state, changes.reloaded);
         for id in changes.added {
             tracing::info!(agent = %id, "agent added");
         }
@@ -204,6 +197,20 @@ async fn reload_loop(state: Arc<api::AppState>) {
             tracing::info!(agent = %id, "agent removed");
             state.events.publish(Change::new(&id, "removed", Vec::new(), None));
         }
+    }
+}
+
+/// Counts and announces reloads (the poll's, or a request's that found its
+/// agent changed: [`agents::Agents::reload_if_changed`]).
+pub(crate) fn publish_reloads(state: &api::AppState, reloaded: Vec<(String, Result<(), String>)>) {
+    use events::Change;
+    for (id, result) in reloaded {
+        state.metrics.reload(&id, result.is_ok());
+        let change = match &result {
+            Ok(()) => Change::new(&id, "config", Vec::new(), None),
+            Err(why) => Change::new(&id, "reload_failed", Vec::new(), Some(why)),
+        };
+        state.events.publish(change);
     }
 }
 
