@@ -121,15 +121,14 @@ mod tests {
     fn keys_equal_in_one_half_spread() {
         let mut secrets = vec![DigestState::default().0, [u64::MAX, 1 << 63], [1 << 40, 1 << 52], [0, 1 << 32]];
         let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
         for _ in 0..200 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let a = x;
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            secrets.push([a, x & !0xffff]);
+            secrets.push([next(), next() & !0xffff]);
         }
         for secret in secrets {
             let state = DigestState(secret);

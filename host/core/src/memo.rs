@@ -837,7 +837,7 @@ impl<T: Clone> BuildMemo<T> {
         let (snapshot, found) = {
             let memo = memo.lock();
             let snapshot = memo.snapshot.clone().filter(|s| memo.upgrade_tried && s.watched())?;
-            let found = memo.entries.iter().find(|(k, _)| *k == key).map(|(_, v)| v.clone())?;
+            let found = kept_for(&memo.entries, key)?.clone();
             (snapshot, found)
         };
         if snapshot.unchanged() {
@@ -854,7 +854,7 @@ impl<T: Clone> BuildMemo<T> {
 
     /// The result for `key`, if any.
     pub fn get(&mut self, key: u128) -> Option<&T> {
-        let found = self.entries.iter().find(|(k, _)| *k == key).map(|(_, v)| v);
+        let found = kept_for(&self.entries, key);
         self.hits += found.is_some() as u64;
         found
     }
@@ -874,6 +874,11 @@ impl<T: Clone> BuildMemo<T> {
         }
         self.entries.push((key, value));
     }
+}
+
+/// The result kept in `entries` for `key` (not counted as a hit).
+fn kept_for<T>(entries: &[(u128, T)], key: u128) -> Option<&T> {
+    entries.iter().find(|(k, _)| *k == key).map(|(_, v)| v)
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@
 //! waits for a slot before a byte of it is read, and is parsed on the
 //! blocking pool under that slot.
 
-use crate::agents::{without_server_paths, Agents};
+use crate::agents::{without_server_paths, Agent, Agents};
 use crate::answer::{self, Extras, Served};
 use crate::guard::Guard;
 use crate::metrics::Metrics;
@@ -25,6 +25,7 @@ use axum::routing::{get, post};
 use axum::Router;
 use proem_core::error::ProemError;
 use proem_core::request::BuildRequest;
+use proem_core::sync::Lock;
 use serde_json::{json, Value};
 use std::future::Future;
 use std::path::Path as FsPath;
@@ -486,8 +487,8 @@ async fn run_build(state: &Arc<AppState>, asked: &str, headers: &HeaderMap, body
     // The deadline covers reading the body and queueing too.
     let started = Instant::now();
     let deadline = started + state.limits.timeout;
-    reload_if_changed(state, asked, deadline).await?;
-    let Serving { id, dir, assembler, stale } = serving(state, asked)?;
+    let agent = reload_if_changed(state, asked, deadline).await?;
+    let Serving { id, dir, assembler, stale } = serving(state, asked, agent)?;
     let id = id.as_str();
     let declared = declared_length(headers);
     if declared.is_some_and(|n| n > state.limits.body_bytes as u64) {
@@ -549,21 +550,26 @@ async fn run_build(state: &Arc<AppState>, asked: &str, headers: &HeaderMap, body
     }
 }
 
-/// Loads the agent `asked` names again, before it answers, when what it
-/// was loaded from may have changed (its folder replaced, its proem.toml or
-/// a plugin file edited): the background poll would see it only later. A
-/// load that does not finish by `deadline` is a 503 (it goes on, and serves
-/// the next requests); an unknown agent is left to [`serving`].
-async fn reload_if_changed(state: &Arc<AppState>, asked: &str, deadline: Instant) -> Result<(), Problem> {
-    let Some(agent) = state.agents.get(asked) else { return Ok(()) };
+/// The agent `asked` names, loaded again first when what it was loaded
+/// from may have changed (its folder replaced, its proem.toml or a plugin
+/// file edited): the background poll would see it only later. Looked up
+/// again after a reload, which may change the ids it answers to. A load
+/// that does not finish by `deadline` is a 503 (it goes on, and serves the
+/// next requests); an unknown agent is left to [`serving`].
+async fn reload_if_changed(
+    state: &Arc<AppState>,
+    asked: &str,
+    deadline: Instant,
+) -> Result<Option<Arc<Lock<Agent>>>, Problem> {
+    let Some(agent) = state.agents.get(asked) else { return Ok(None) };
     if !agent.lock().sources_may_have_changed() {
-        return Ok(());
+        return Ok(Some(agent));
     }
     let agents = state.agents.clone();
     let work = off_thread(move || agents.reload_if_changed(&agent));
     let changes = tokio::time::timeout_at(deadline.into(), work).await.map_err(|_| timed_out(state))??;
     crate::publish_reloads(state, changes.reloaded);
-    Ok(())
+    Ok(state.agents.get(asked))
 }
 
 /// The agent a request names, as it serves now.
@@ -578,10 +584,11 @@ struct Serving {
     stale: bool,
 }
 
-/// The agent `id` names (by folder or `[agent] id`) and the assembler
-/// serving it, or why there is none.
-fn serving(state: &AppState, id: &str) -> Result<Serving, Problem> {
-    let agent = state.agents.get(id).ok_or_else(|| unknown_agent(state, id))?;
+/// The agent `id` names (by folder or `[agent] id`, as `agent`, looked up
+/// by [`reload_if_changed`]) and the assembler serving it, or why there is
+/// none.
+fn serving(state: &AppState, id: &str, agent: Option<Arc<Lock<Agent>>>) -> Result<Serving, Problem> {
+    let agent = agent.ok_or_else(|| unknown_agent(state, id))?;
     let agent = agent.lock();
     match &agent.assembler {
         Some(a) => {
