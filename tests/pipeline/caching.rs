@@ -38,6 +38,33 @@ fn an_unchanged_agent_is_served_from_the_memo_and_matches_an_uncached_build() {
     assert_eq!(assembler.memo_hits(), 1);
 }
 
+/// A build in which a plugin ran out of time is not kept by the build
+/// memo: the time it had depends on the machine, not on the inputs (as the
+/// plugin-answer memo keeps no failure), so the same turn runs the plugin
+/// again; a build whose plugins all answered is kept.
+#[test]
+fn a_build_whose_plugin_ran_out_of_time_is_not_remembered() {
+    let agent = Agent::with_plugins(&with_deadline(&fixture("slow", "spin", ""), Some(50)));
+    let assembler = agent.assembler();
+    let t = turn();
+    let first = assembler.build(&t).unwrap();
+    assert_eq!(plugin_status(&first, "slow"), "timeout", "{:?}", first.diagnostics);
+    assert!(first.depends_on_the_moment());
+    let second = assembler.build(&t).unwrap();
+    assert_eq!(assembler.memo_hits(), 0, "a timed-out build was answered from the memo");
+    let report = second.plugins.iter().find(|p| p.id == "slow").unwrap();
+    assert!(!report.remembered && report.elapsed_us > 0, "{report:?}");
+    assert_eq!(second.prompt, first.prompt);
+
+    let agent = Agent::with_plugins(&fixture("quick", "sections", "text = \"## Quick\""));
+    let assembler = agent.assembler();
+    let first = assembler.build(&t).unwrap();
+    assert_eq!(plugin_status(&first, "quick"), "ok");
+    assert!(!first.depends_on_the_moment());
+    assembler.build(&t).unwrap();
+    assert_eq!(assembler.memo_hits(), 1);
+}
+
 #[test]
 fn every_file_change_shows_in_the_next_build_checked_by_file_events() {
     file_changes_show(true);

@@ -631,13 +631,15 @@ fn start_with_fd_limit(args: &[&str], limit: u64) -> Server {
 /// the limit), the service serves what it served: a listing of `--agents`
 /// that fails removes no agent, a config edit whose reload fails keeps the
 /// last good config, and both are picked up once descriptors come back;
-/// builds give the same bytes before, during and after.
+/// builds give the same bytes before, during and after. A build the memo
+/// does not hold (a new day), which must read the files, is a 503 to
+/// retry, never a prompt without the files it could not open.
 #[test]
 fn running_out_of_file_descriptors_changes_nothing_served() {
     plugin_env();
     let parent = tempfile::tempdir().unwrap();
     let one = agent_copy(parent.path(), "one");
-    agent_copy(parent.path(), "two");
+    let two = agent_copy(parent.path(), "two");
     let server = start_with_fd_limit(
         &["--agents", parent.path().to_str().unwrap(), "--max-connections", "100000", "--header-timeout-ms", "60000"],
         64,
@@ -680,6 +682,10 @@ fn running_out_of_file_descriptors_changes_nothing_served() {
         assert_eq!(during.body, baseline.body, "the prompt changed while out of descriptors");
     }
     assert!(metric_on(&mut kept, "proem_accept_errors_total") > 0);
+    // A file edited meanwhile must be read again, and cannot be opened.
+    let soul = std::fs::read_to_string(two.join("SOUL.md")).unwrap();
+    std::fs::write(two.join("SOUL.md"), "# Soul\nEdited while out of descriptors.\n").unwrap();
+    let missed: Vec<Reply> = (0..3).map(|_| kept.request("POST", "/v1/agents/two/build", Some(&turn))).collect();
 
     // Give them back: new connections are served within the accept pause.
     let freed = Instant::now();
@@ -703,8 +709,31 @@ fn running_out_of_file_descriptors_changes_nothing_served() {
         let one = kept.request("GET", "/v1/agents/one", None).json();
         listed.iter().all(|(_, status)| status == "ok") && listed.len() == 3 && one["config"]["budget_tokens"] == 23000
     });
-    let after = kept.request("POST", "/v1/agents/two/build", Some(&turn));
-    assert_eq!(after.body, baseline.body);
+    let fresh = kept.request("POST", "/v1/agents/two/build", Some(&turn));
+    assert!(fresh.body.contains("Edited while out of descriptors."), "{}", fresh.body);
+    let mut refused = 0;
+    for during in missed {
+        if during.status == 503 {
+            refused += 1;
+            assert_eq!(during.json()["type"], "urn:proem:problem:agent-unavailable", "{}", during.body);
+            assert!(during.body.contains("out of file descriptors or memory"), "{}", during.body);
+            assert!(during.head.contains("retry-after:"), "{}", during.head);
+        } else {
+            assert_eq!(during.status, 200, "{}", during.body);
+            assert!(
+                during.body == fresh.body,
+                "a build while out of descriptors differs from one after ({} and {} bytes; SOUL.md edited: {})",
+                during.body.len(),
+                fresh.body.len(),
+                during.body.contains("Edited while out of descriptors.")
+            );
+        }
+    }
+    assert!(refused > 0, "no build read the edited file while the descriptors were out");
+    std::fs::write(two.join("SOUL.md"), soul).unwrap();
+    eventually("the file put back is served", || {
+        kept.request("POST", "/v1/agents/two/build", Some(&turn)).body == baseline.body
+    });
 }
 
 fn metric_on(kept: &mut KeptAlive, name: &str) -> u64 {

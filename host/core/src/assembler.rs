@@ -281,7 +281,9 @@ impl Assembler {
         let plugin_memo = self.caching.plugin_outputs.then_some(keys);
         let built =
             Arc::new(self.build_fresh(turn, contributed, now, &|| plugin_memo, Some(generation), tools_hash)?);
-        self.memo.lock().put(generation, key, Arc::new(Remembered::new(built.clone())));
+        if !built.depends_on_the_moment() {
+            self.memo.lock().put(generation, key, Arc::new(Remembered::new(built.clone())));
+        }
         Ok(Answer::Shared(built))
     }
 
@@ -502,11 +504,14 @@ impl Assembler {
     /// file`, and `proem serve`'s tools given by name.
     pub fn read_tools_file(&self, rel: &str) -> Result<Vec<crate::turn::Tool>, ProemError> {
         let path = self.workspace.root().join(rel);
-        let file = self.workspace.read_text(rel, 16 * 1024 * 1024).map_err(|why| ProemError::Tools {
-            path: path.clone(),
-            message: match why {
-                Unavailable::Missing => "not found".into(),
-                other => other.describe(),
+        let file = self.workspace.read_text(rel, 16 * 1024 * 1024).map_err(|why| match why.or_exhausted(rel) {
+            Err(exhausted) => ProemError::from(exhausted),
+            Ok(why) => ProemError::Tools {
+                path: path.clone(),
+                message: match why {
+                    Unavailable::Missing => "not found".into(),
+                    other => other.describe(),
+                },
             },
         })?;
         parse_tools(&file.text, &path)

@@ -10,7 +10,7 @@ use crate::report::{Diagnostic, FileReport, WORKSPACE_SOURCE};
 use crate::section::ids;
 use crate::text::{char_len, neutralize_cow, one_line, xml_escape};
 use crate::truncate::head_tail;
-use crate::workspace::{strip_front_matter, TextFile, Unavailable, Workspace};
+use crate::workspace::{strip_front_matter, Exhausted, TextFile, Unavailable, Workspace};
 
 pub use crate::file_names::{canonical_name, MEMORY_ALTERNATIVE, OPTIONAL_FILES, STANDARD_FILES};
 use std::borrow::Cow;
@@ -133,13 +133,15 @@ pub fn load_order(name: &str) -> (usize, &str) {
 
 /// Loads the bootstrap files for a session: the standard list, then the
 /// configured extra files (sorted), filtered by the sub-agent allowlist.
+/// `Err` when a file could not be read for the machine's reason
+/// ([`Exhausted`]): the build fails rather than leave it out.
 pub fn load(
     ws: &Workspace,
     config: &Config,
     session: SessionKind,
     group_chat: bool,
     diagnostics: &mut Vec<Diagnostic>,
-) -> Vec<BootstrapFile> {
+) -> Result<Vec<BootstrapFile>, Exhausted> {
     let extras = extra_names(config);
     // The team's TEAM.md, read like GoClaw's optional files.
     let team_file = config.team.team_file();
@@ -149,7 +151,7 @@ pub fn load(
         .chain(OPTIONAL_FILES.iter().copied())
         .chain(team_file.as_deref())
         .chain(extras.iter().map(|s| &**s));
-    let per_turn = ws.per_turn_files();
+    let per_turn = ws.per_turn_files()?;
     let read_file =
         |name: &str| ws.read_text(name, config.bootstrap.max_file_bytes).and_then(|file| per_turn.check(name, file));
     let mut files = Vec::new();
@@ -157,6 +159,10 @@ pub fn load(
         let is_optional = OPTIONAL_FILES.contains(&name) || Some(name) == team_file.as_deref();
         let is_extra = !STANDARD_FILES.contains(&name) && !is_optional;
         let (shown_name, read) = read_with_fallback(name, read_file);
+        let read = match read {
+            Ok(file) => Ok(file),
+            Err(why) => Err(why.or_exhausted(&shown_name)?),
+        };
         let text = match read {
             Ok(file) => Some(file_text(&shown_name, file, config, diagnostics)),
             Err(why) if why.is_missing() => {
@@ -181,7 +187,7 @@ pub fn load(
         };
         files.push(BootstrapFile::new(shown_name, text));
     }
-    files
+    Ok(files)
 }
 
 /// `[bootstrap] extra_files` in their canonical spelling, sorted, once

@@ -94,3 +94,13 @@ pub(crate) fn read_up_to(mut file: cap_std::fs::File, size: u64, limit: usize) -
     bytes.truncate(filled);
     Ok(bytes)
 }
+
+/// Whether `e` is the system's refusal for want of a resource (`EMFILE`,
+/// `ENFILE`, `ENOMEM`, `ENOBUFS`) rather than anything about the file: the
+/// same read may succeed a moment later, so its outcome must not decide
+/// what a build contains.
+pub fn is_exhaustion(e: &std::io::Error) -> bool {
+    use rustix::io::Errno;
+    matches!(Errno::from_io_error(e), Some(Errno::MFILE | Errno::NFILE | Errno::NOMEM | Errno::NOBUFS))
+        || e.kind() == std::io::ErrorKind::OutOfMemory
+}

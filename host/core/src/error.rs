@@ -62,6 +62,17 @@ pub enum ProemError {
     /// library user links the `proem` crate, which does).
     #[error("[budget] tokenizer names a tokenizer.json, and this executable has no tokenizer.json loader; run proem-full, or use the proem crate")]
     TokenizerCodeNeeded,
+    /// A workspace file or folder could not be read because the system was
+    /// out of a resource (file descriptors, memory): the build fails rather
+    /// than leave it out, so what is built never depends on the machine's
+    /// load. Trying again later (or with a higher limit) builds it.
+    #[error("{path}: {message}: the system is out of file descriptors or memory, so nothing was built (the build would have left this file out); try again, or raise the limit (ulimit -n)")]
+    Exhausted {
+        /// The workspace-relative path.
+        path: String,
+        /// The system's words.
+        message: String,
+    },
     /// The protected sections alone do not fit the token budget.
     #[error("token budget of {budget} is too small: the protected sections (identity, tooling, safety, workspace) and the cache boundary need {needed} tokens, {over} over the budget; raise [budget] tokens or --budget to at least {needed}")]
     BudgetTooSmall {

@@ -57,7 +57,7 @@ pub fn workspace_file(data: &[u8]) {
     config.budget.per_file_chars = usize::from(cap) % 2048;
     std::fs::write(dir.path().join(&name), input.rest()).expect("write");
     let ws = Workspace::open(dir.path()).expect("workspace");
-    let files = load(&ws, &config, SessionKind::Main, false, &mut Vec::new());
+    let files = load(&ws, &config, SessionKind::Main, false, &mut Vec::new()).expect("no descriptor runs out here");
     for file in inject(&files, Mode::Full, &config, &BTreeMap::new(), "/workspace") {
         assert!(file.text.chars().count() <= config.budget.per_file_chars);
         assert!(!file.text.contains('\r'));

@@ -287,4 +287,14 @@ impl Built {
         }
         again
     }
+
+    /// Whether a plugin of this build failed for a reason of the moment
+    /// rather than of its inputs: it ran out of time (the machine was
+    /// busy) or the host could not run it (out of descriptors or memory,
+    /// say). The same inputs may build otherwise a moment later, so the
+    /// build memo does not keep such a build, as the plugin-answer memo
+    /// keeps no failure.
+    pub fn depends_on_the_moment(&self) -> bool {
+        self.plugins.iter().any(|p| matches!(p.status, PluginStatus::Timeout | PluginStatus::Failed))
+    }
 }

@@ -23,7 +23,7 @@
 use crate::config::{SkillForm, SkillsConfig};
 use crate::report::Diagnostic;
 use crate::text::{front_matter_fields, one_line, sort_dedup, split_front_matter, xml_escape, FrontMatter, SameName};
-use crate::workspace::{PerTurnFiles, Unavailable, Workspace};
+use crate::workspace::{Exhausted, PerTurnFiles, Unavailable, Workspace};
 
 /// The folder skills are read from.
 pub const SKILLS_DIR: &str = "skills";
@@ -71,15 +71,15 @@ pub fn roots(config: &SkillsConfig) -> Vec<&str> {
     std::iter::once(SKILLS_DIR).chain(config.folders.iter().map(|f| f.trim_end_matches('/'))).collect()
 }
 
-/// The skill folders of every root, each root's sorted by name.
-pub fn folders(ws: &Workspace, config: &SkillsConfig) -> Vec<SkillDir> {
-    roots(config)
-        .into_iter()
-        .enumerate()
-        .flat_map(|(precedence, root)| {
-            ws.subdirs(root).into_iter().map(move |dir| SkillDir { root: root.to_string(), dir, precedence })
-        })
-        .collect()
+/// The skill folders of every root, each root's sorted by name; `Err`
+/// when a root could not be listed for the machine's reason ([`Exhausted`]).
+pub fn folders(ws: &Workspace, config: &SkillsConfig) -> Result<Vec<SkillDir>, Exhausted> {
+    let mut folders = Vec::new();
+    for (precedence, root) in roots(config).into_iter().enumerate() {
+        let dirs = ws.subdirs(root)?;
+        folders.extend(dirs.into_iter().map(|dir| SkillDir { root: root.to_string(), dir, precedence }));
+    }
+    Ok(folders)
 }
 
 /// What reading one skill folder gave.
@@ -96,18 +96,21 @@ pub enum Read {
 /// Reads `<root>/<dir>/SKILL.md`.
 /// A SKILL.md that is a per-turn file under another name reads as missing
 /// ([`PerTurnFiles::check`]): the skills list sits above the boundary.
-pub fn read(ws: &Workspace, skill_dir: &SkillDir, per_turn: &PerTurnFiles) -> Read {
+/// `Err` when it could not be read for the machine's reason ([`Exhausted`]).
+pub fn read(ws: &Workspace, skill_dir: &SkillDir, per_turn: &PerTurnFiles) -> Result<Read, Exhausted> {
     let dir = skill_dir.dir.as_str();
     let location = format!("{}/{dir}/SKILL.md", skill_dir.root);
     let text = match ws.read_text(&location, MAX_SKILL_BYTES).and_then(|f| per_turn.check(&location, f)) {
         Ok(f) => f.text,
-        Err(Unavailable::Missing) => return Read::Nothing,
-        Err(why) => {
-            return Read::Skipped(Diagnostic::warn(
-                "skill_unreadable",
-                format!("{location}: {}; skill skipped", why.describe()),
-            ))
-        }
+        Err(why) => match why.or_exhausted(&location)? {
+            Unavailable::Missing => return Ok(Read::Nothing),
+            why => {
+                return Ok(Read::Skipped(Diagnostic::warn(
+                    "skill_unreadable",
+                    format!("{location}: {}; skill skipped", why.describe()),
+                )))
+            }
+        },
     };
     let fields = match split_front_matter(&text) {
         FrontMatter::Found { yaml, .. } => front_matter_fields(yaml),
@@ -115,22 +118,22 @@ pub fn read(ws: &Workspace, skill_dir: &SkillDir, per_turn: &PerTurnFiles) -> Re
     };
     let field = |k: &str| fields.iter().find(|(key, _)| key == k).map(|(_, v)| v.as_str());
     if matches!(field("disable-model-invocation").or(field("disable_model_invocation")), Some("true")) {
-        return Read::Nothing;
+        return Ok(Read::Nothing);
     }
     let name = one_line(field("name").unwrap_or(dir), 80);
     let name = if name.is_empty() { one_line(dir, 80) } else { name };
     if let Some(missing) = unmet_requirement(&fields) {
-        return Read::Skipped(Diagnostic::info(
+        return Ok(Read::Skipped(Diagnostic::info(
             "skill_ineligible",
             format!("{location}: skill {name} is not listed: it needs {missing}"),
-        ));
+        )));
     }
-    Read::Skill(Skill {
+    Ok(Read::Skill(Skill {
         name,
         description: one_line(field("description").unwrap_or(""), MAX_DESCRIPTION_CHARS),
         location: one_line(&location, 200),
         precedence: skill_dir.precedence,
-    })
+    }))
 }
 
 /// The first requirement of a skill this host does not meet, in words.

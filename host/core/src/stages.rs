@@ -228,13 +228,23 @@ impl Assembler {
         let config = &self.config;
         let build_span = tracing::Span::current();
         let skills_read = crate::parallel::SharedWork::default();
+        // A skills root the system could not list (out of descriptors, say).
+        let unlisted = std::sync::OnceLock::new();
         let read_skills = || {
             build_span.in_scope(|| {
                 let _s = tracing::info_span!("load_skills").entered();
                 let per_turn = self.workspace.per_turn_files();
                 skills_read.work(
-                    || skills::folders(&self.workspace, &config.skills),
-                    |dir| skills::read(&self.workspace, dir, &per_turn),
+                    || {
+                        skills::folders(&self.workspace, &config.skills).unwrap_or_else(|e| {
+                            let _ = unlisted.set(e);
+                            Vec::new()
+                        })
+                    },
+                    |dir| match &per_turn {
+                        Ok(per_turn) => skills::read(&self.workspace, dir, per_turn),
+                        Err(e) => Err(e.clone()),
+                    },
                 );
             })
         };
@@ -263,7 +273,14 @@ impl Assembler {
             }
             (files, plugin_memo, tools.map(|t| (t, tool_notes)))
         });
-        let skills = Arc::new(skills::collect(skills_read.into_results(), &config.skills, diagnostics));
+        // What the machine refused fails the build before anything read is
+        // kept: a build must never depend on how many descriptors were free.
+        if let Some(e) = unlisted.into_inner() {
+            return Err(e.into());
+        }
+        let files = files?;
+        let skills_read = skills_read.into_results().into_iter().collect::<Result<Vec<_>, _>>()?;
+        let skills = Arc::new(skills::collect(skills_read, &config.skills, diagnostics));
         let (tools, tool_notes) = tools?;
         if let Some(key) = key {
             *self.workspace_reads.lock() = Some(Arc::new(WorkspaceRead {
@@ -802,6 +819,70 @@ mod tests {
 
     fn now() -> DateTime<FixedOffset> {
         DateTime::parse_from_rfc3339("2026-11-21T23:30:00Z").unwrap()
+    }
+
+    /// The rule: a read the system refuses for want of a resource (out of
+    /// descriptors) never shapes a build. Every read of a build (each file,
+    /// each skill, each folder listing, the per-turn lookups, the tools
+    /// file) is refused in turn, alone and with every read after it: the
+    /// build fails with [`ProemError::Exhausted`] or builds the very prompt
+    /// of a build the system refused nothing, and the same assembler builds
+    /// that prompt once the system gives again (nothing of the failed build
+    /// was kept).
+    #[test]
+    fn a_read_the_system_refuses_fails_the_build_and_never_changes_it() {
+        let (dir, _) = assembler("");
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let config = "[bootstrap]\nextra_files = [\"NOTES.md\", \"TEAM-RULES.md\"]\n\n[tools]\nfile = \"tools.json\"\n";
+        std::fs::write(root.join("proem.toml"), config).unwrap();
+        for (name, text) in [("SOUL.md", "Be curious."), ("IDENTITY.md", "Name: Marlow"), ("USER.md", "Ana, UTC.")] {
+            std::fs::write(root.join(name), text).unwrap();
+        }
+        std::fs::write(root.join("TEAM-RULES.md"), "Ship on Fridays.").unwrap();
+        // A per-turn file under another name: read as missing, which a
+        // per-turn lookup the system refused must not turn into its text.
+        std::fs::hard_link(root.join("USER.md"), root.join("NOTES.md")).unwrap();
+        for skill in ["deploy", "review", "triage"] {
+            std::fs::create_dir_all(root.join("skills").join(skill)).unwrap();
+            let text = format!("---\nname: {skill}\ndescription: {skill}s things\n---\nSteps.\n");
+            std::fs::write(root.join("skills").join(skill).join("SKILL.md"), text).unwrap();
+        }
+        std::fs::write(root.join("tools.json"), r#"[{"name": "exec", "description": "Runs it."}]"#).unwrap();
+        static NO_CODE: std::sync::OnceLock<crate::plugin::runtime::AnswersOnly> = std::sync::OnceLock::new();
+        let runtime = NO_CODE.get_or_init(|| crate::plugin::runtime::AnswersOnly::of(None));
+        let open = || Assembler::open_with(&root, None, runtime).unwrap();
+        let turn = Turn { now: Some(now()), ..Turn::default() };
+        let clean = open().build(&turn).unwrap();
+        for needed in ["Be curious.", "Ship on Fridays.", "deploy", "triage", "exec"] {
+            assert!(clean.prompt.contains(needed), "{needed} is missing from the clean build");
+        }
+        let stable = clean.prompt.split("<!-- PROEM_CACHE_BOUNDARY -->").next().unwrap();
+        assert!(!stable.contains("Ana, UTC."), "a per-turn file's text above the boundary");
+        let assembler = open();
+        crate::workspace::faults::plan(&root, 0..0);
+        assembler.build(&turn).unwrap();
+        let reads = crate::workspace::faults::done(&root);
+        assert!(reads >= 10, "a build made {reads} reads");
+        let mut failed = 0;
+        for first in 0..reads {
+            for refused in [first..first + 1, first..usize::MAX] {
+                let assembler = open();
+                crate::workspace::faults::plan(&root, refused.clone());
+                let built = assembler.build(&turn);
+                crate::workspace::faults::done(&root);
+                match built {
+                    Err(ProemError::Exhausted { .. }) => failed += 1,
+                    Ok(built) => assert_eq!(built.prompt, clean.prompt, "reads {refused:?} refused changed the prompt"),
+                    Err(e) => panic!("reads {refused:?} refused: {e}"),
+                }
+                assert_eq!(
+                    assembler.build(&turn).unwrap().prompt,
+                    clean.prompt,
+                    "after reads {refused:?} were refused"
+                );
+            }
+        }
+        assert!(failed >= reads, "only {failed} of {} refusals failed a build", 2 * reads);
     }
 
     #[test]

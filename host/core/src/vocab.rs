@@ -122,7 +122,10 @@ pub fn load_file(workspace: &crate::workspace::Workspace, rel: &str) -> Result<&
     let Some(loader) = LOADER.get() else { return Err(ProemError::TokenizerCodeNeeded) };
     // The bytes as they are: an agent file's text hygiene would change a
     // vocabulary's strings.
-    let (bytes, larger) = workspace.read_bytes(rel, MAX_FILE_BYTES).map_err(|why| fail(why.describe()))?;
+    let (bytes, larger) = workspace.read_bytes(rel, MAX_FILE_BYTES).map_err(|why| match why.or_exhausted(rel) {
+        Err(exhausted) => exhausted.into(),
+        Ok(why) => fail(why.describe()),
+    })?;
     if larger {
         return Err(fail(format!("larger than {MAX_FILE_BYTES} bytes; a tokenizer.json is never that large")));
     }

@@ -4,7 +4,7 @@
 //! it, so a symlink or `..` that leads outside is refused by construction.
 //! proem never writes here: this module has no write path at all.
 
-use crate::disk::nonblocking_read;
+use crate::disk::{is_exhaustion, nonblocking_read};
 use crate::error::ProemError;
 use crate::report::Diagnostic;
 use crate::text::{clean_owned, split_front_matter, FrontMatter};
@@ -33,6 +33,37 @@ pub enum Unavailable {
     /// HEARTBEAT.md or BOOTSTRAP.md) read under another name: its text
     /// changes every turn, so it is read as if it were missing.
     PerTurn(String),
+    /// The system refused for its own reason, not the file's: the process
+    /// or the machine out of file descriptors or memory ([`crate::disk::is_exhaustion`]).
+    /// Never a warning and a file left out: the build fails instead
+    /// ([`Unavailable::or_exhausted`]), so what is built never depends on
+    /// the machine's load.
+    Exhausted(String),
+}
+
+/// A workspace read that failed because the system was out of a resource
+/// (file descriptors, memory): the build that needed it fails
+/// ([`ProemError::Exhausted`]) rather than leave the file out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Exhausted {
+    /// The workspace-relative path that could not be read or listed.
+    pub path: String,
+    /// The system's words.
+    pub message: String,
+}
+
+impl From<Exhausted> for ProemError {
+    fn from(e: Exhausted) -> ProemError {
+        ProemError::Exhausted { path: e.path, message: e.message }
+    }
+}
+
+/// An I/O error at `path` as [`Exhausted`] when it is one ([`crate::disk::is_exhaustion`]).
+fn exhausted(path: &str, e: &std::io::Error) -> Result<(), Exhausted> {
+    match is_exhaustion(e) {
+        true => Err(Exhausted { path: path.to_string(), message: e.to_string() }),
+        false => Ok(()),
+    }
 }
 
 impl Unavailable {
@@ -43,7 +74,19 @@ impl Unavailable {
             Unavailable::Refused(why)
             | Unavailable::Unreadable(why)
             | Unavailable::NotText(why)
-            | Unavailable::PerTurn(why) => why.clone(),
+            | Unavailable::PerTurn(why)
+            | Unavailable::Exhausted(why) => why.clone(),
+        }
+    }
+
+    /// `Err` when the read failed for the machine's reason
+    /// ([`Unavailable::Exhausted`]): what a build must fail on instead of
+    /// leaving the file at `path` out. Every reader of the workspace passes
+    /// its outcome through here before it words a diagnostic.
+    pub fn or_exhausted(self, path: &str) -> Result<Unavailable, Exhausted> {
+        match self {
+            Unavailable::Exhausted(message) => Err(Exhausted { path: path.to_string(), message }),
+            other => Ok(other),
         }
     }
 
@@ -55,6 +98,7 @@ impl Unavailable {
             Unavailable::Unreadable(_) => "file_unreadable",
             Unavailable::NotText(_) => "file_not_text",
             Unavailable::PerTurn(_) => "file_per_turn_link",
+            Unavailable::Exhausted(_) => "system_exhausted",
         }
     }
 
@@ -152,25 +196,30 @@ impl Workspace {
         // One capability-checked open (symlinks followed only inside the
         // workspace; O_NONBLOCK so a FIFO cannot hang the build), then fstat.
         // Only a failed open pays for an lstat, to word the error.
-        let file = match self.dir.open_with(rel, &nonblocking_read()) {
+        let file = match refused(&self.root).map_or_else(|| self.dir.open_with(rel, &nonblocking_read()), Err) {
             Ok(f) => f,
             Err(e) if e.kind() == ErrorKind::NotFound && self.dir.symlink_metadata(rel).is_err() => {
                 return Err(Unavailable::Missing)
             }
+            Err(e) if is_exhaustion(&e) => return Err(Unavailable::Exhausted(e.to_string())),
             Err(e) => {
                 let is_link = self.dir.symlink_metadata(rel).is_ok_and(|m| m.file_type().is_symlink());
                 return Err(classify_open_error(&e, is_link));
             }
         };
-        let meta = file.metadata().map_err(|e| Unavailable::Unreadable(format!("stat failed: {e}")))?;
+        let failed = |what: &str, e: std::io::Error| match is_exhaustion(&e) {
+            true => Unavailable::Exhausted(e.to_string()),
+            false => Unavailable::Unreadable(format!("{what} failed: {e}")),
+        };
+        let meta = file.metadata().map_err(|e| failed("stat", e))?;
         if meta.is_dir() {
             return Err(Unavailable::Unreadable("is a directory, not a file".into()));
         }
         if !meta.is_file() {
             return Err(Unavailable::Unreadable("is not a regular file".into()));
         }
-        let mut bytes = crate::disk::read_up_to(file, meta.len(), max_bytes.saturating_add(1))
-            .map_err(|e| Unavailable::Unreadable(format!("read failed: {e}")))?;
+        let mut bytes =
+            crate::disk::read_up_to(file, meta.len(), max_bytes.saturating_add(1)).map_err(|e| failed("read", e))?;
         let cut_at_limit = bytes.len() > max_bytes;
         bytes.truncate(max_bytes);
         let identity = (cap_std::fs::MetadataExt::dev(&meta), cap_std::fs::MetadataExt::ino(&meta));
@@ -179,21 +228,28 @@ impl Workspace {
 
     /// The (device, inode) of each per-turn file present now, followed
     /// through links (one stat each): what [`PerTurnFiles::check`] refuses
-    /// under another name. Taken once per build.
-    pub fn per_turn_files(&self) -> PerTurnFiles {
+    /// under another name. Taken once per build; `Err` when the system was
+    /// out of a resource (a per-turn file missed for that reason would let
+    /// its other names into the stable part).
+    pub fn per_turn_files(&self) -> Result<PerTurnFiles, Exhausted> {
         let mut found = Vec::new();
         for name in crate::file_names::per_turn_names() {
-            if let Ok(meta) = self.dir.metadata(name) {
-                found.push((cap_std::fs::MetadataExt::dev(&meta), cap_std::fs::MetadataExt::ino(&meta)));
+            match refused(&self.root).map_or_else(|| self.dir.metadata(name), Err) {
+                Ok(meta) => found.push((cap_std::fs::MetadataExt::dev(&meta), cap_std::fs::MetadataExt::ino(&meta))),
+                Err(e) => exhausted(name, &e)?,
             }
         }
-        PerTurnFiles(found)
+        Ok(PerTurnFiles(found))
     }
 
-    /// Names of the sub-directories of `rel` (sorted), or empty when absent
-    /// or unlistable.
-    pub fn subdirs(&self, rel: &str) -> Vec<String> {
-        self.listed_subdirs(rel).unwrap_or_default()
+    /// Names of the sub-directories of `rel` (sorted): empty when it is
+    /// absent or cannot be listed (no permission, say), `Err` when the
+    /// system was out of a resource (which would leave every skill out).
+    pub fn subdirs(&self, rel: &str) -> Result<Vec<String>, Exhausted> {
+        match self.listed_subdirs(rel) {
+            Ok(names) => Ok(names),
+            Err(e) => exhausted(rel, &e).map(|()| Vec::new()),
+        }
     }
 
     /// [`Workspace::subdirs`], or why `rel` could not be listed whole: empty
@@ -202,7 +258,7 @@ impl Workspace {
     /// listed this way, so that such a refusal gives no snapshot instead of
     /// one that leaves every skill out.
     pub fn listed_subdirs(&self, rel: &str) -> std::io::Result<Vec<String>> {
-        let entries = match self.dir.read_dir(rel) {
+        let entries = match refused(&self.root).map_or_else(|| self.dir.read_dir(rel), Err) {
             Ok(entries) => entries,
             Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => return Ok(Vec::new()),
             Err(e) => return Err(e),
@@ -219,6 +275,19 @@ impl Workspace {
         names.sort();
         Ok(names)
     }
+}
+
+/// What the system refuses of this workspace's next read: nothing outside
+/// tests, where [`faults`] plans refusals.
+#[cfg(not(test))]
+#[inline(always)]
+fn refused(_root: &Path) -> Option<std::io::Error> {
+    None
+}
+
+#[cfg(test)]
+fn refused(root: &Path) -> Option<std::io::Error> {
+    faults::next(root)
 }
 
 fn classify_open_error(e: &std::io::Error, is_link: bool) -> Unavailable {
@@ -270,5 +339,46 @@ pub fn strip_front_matter(name: &str, text: String, diagnostics: &mut Vec<Diagno
             ));
             text
         }
+    }
+}
+
+/// Test-only: the system's refusals (`EMFILE`), planned for the reads of
+/// one workspace root, numbered in the order they are made (opening a file,
+/// looking a per-turn file up, listing a folder).
+#[cfg(test)]
+pub(crate) mod faults {
+    use crate::sync::Lock;
+    use std::path::{Path, PathBuf};
+
+    struct Plan {
+        root: PathBuf,
+        made: usize,
+        refused: std::ops::Range<usize>,
+    }
+
+    static PLANS: Lock<Vec<Plan>> = Lock::new(Vec::new());
+
+    /// From now on, the reads of `root` numbered in `refused` (counted from
+    /// 0 here) fail with `EMFILE`.
+    pub fn plan(root: &Path, refused: std::ops::Range<usize>) {
+        let mut plans = PLANS.lock();
+        plans.retain(|p| p.root != root);
+        plans.push(Plan { root: root.to_path_buf(), made: 0, refused });
+    }
+
+    /// How many reads of `root` were made since its plan, and forgets it.
+    pub fn done(root: &Path) -> usize {
+        let mut plans = PLANS.lock();
+        let made = plans.iter().find(|p| p.root == root).map_or(0, |p| p.made);
+        plans.retain(|p| p.root != root);
+        made
+    }
+
+    pub(super) fn next(root: &Path) -> Option<std::io::Error> {
+        let mut plans = PLANS.lock();
+        let plan = plans.iter_mut().find(|p| p.root == root)?;
+        let number = plan.made;
+        plan.made += 1;
+        plan.refused.contains(&number).then(|| rustix::io::Errno::MFILE.into())
     }
 }

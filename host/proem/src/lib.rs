@@ -176,7 +176,8 @@ pub fn error_code(error: &ProemError) -> &'static str {
         ProemError::Config { .. }
         | ProemError::AgentDir { .. }
         | ProemError::PluginCodeNeeded
-        | ProemError::TokenizerCodeNeeded => "agent-unavailable",
+        | ProemError::TokenizerCodeNeeded
+        | ProemError::Exhausted { .. } => "agent-unavailable",
     }
 }
 

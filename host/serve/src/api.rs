@@ -741,6 +741,11 @@ fn problem_of(e: ProemError, dir: &FsPath) -> Problem {
         ProemError::Plugin { id, .. } => {
             Problem::new(StatusCode::BAD_GATEWAY, "plugin-failed", detail).with("plugin", id)
         }
+        // The machine's trouble, not the agent's: the same request may be
+        // built a moment later.
+        ProemError::Exhausted { .. } => {
+            Problem::new(StatusCode::SERVICE_UNAVAILABLE, "agent-unavailable", detail).retry_after(1)
+        }
         _ => Problem::new(StatusCode::SERVICE_UNAVAILABLE, "agent-unavailable", detail),
     }
 }

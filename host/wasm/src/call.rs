@@ -55,10 +55,26 @@ pub async fn call(
         Some(Err(e)) => Err(classify(&e, &store, limits)),
     };
     let state = store.into_data();
+    let result = unless_host_troubled(result, state.host_trouble());
     let elapsed = started.elapsed();
     let status = result.as_ref().map_or_else(|f| f.status().as_str(), |_| "ok");
     tracing::debug!(plugin = %sandbox_id, hook = hook.label(), elapsed_us = elapsed.as_micros() as u64, status, "plugin call");
     Outcome { result, logs: state.logs, elapsed }
+}
+
+/// A call's result, or a host failure when the workspace's filesystem
+/// answered the call for the machine's reason (`trouble`: a file the host
+/// could not open for want of descriptors, say): an answer built from that
+/// is not the plugin's answer to these inputs, so it is not used and, as a
+/// failure, never kept.
+fn unless_host_troubled<T>(result: Result<T, PluginError>, trouble: Option<&str>) -> Result<T, PluginError> {
+    match (result, trouble) {
+        (Ok(_), Some(why)) => Err(PluginError::Host(format!(
+            "the host ran out of a resource while the plugin read the workspace ({}); its answer was not used",
+            hooks::label(why, 200)
+        ))),
+        (result, _) => result,
+    }
 }
 
 /// A store for one call with `state`, under `limits`: the memory limiter,
@@ -225,6 +241,19 @@ mod tests {
             }
         };
         engine.run_all(vec![run], &mut || {}).remove(0).expect("the call ends")
+    }
+
+    /// An answer the host's trouble shaped is a host failure (status
+    /// `failed`, so neither memo keeps it); a failure stays what it was.
+    #[test]
+    fn an_answer_shaped_by_the_hosts_trouble_is_not_used() {
+        let troubled = unless_host_troubled(Ok(1), Some("Too many open files (os error 24)"));
+        let Err(PluginError::Host(why)) = troubled else { panic!("{troubled:?}") };
+        assert!(why.contains("Too many open files") && why.contains("not used"), "{why}");
+        assert_eq!(PluginError::Host(why).status(), PluginStatus::Failed);
+        assert_eq!(unless_host_troubled(Ok(1), None).unwrap(), 1);
+        let failed = unless_host_troubled::<u8>(Err(PluginError::StackOverflow), Some("x"));
+        assert!(matches!(failed, Err(PluginError::StackOverflow)));
     }
 
     fn limits(deadline_ms: u64) -> CallLimits {

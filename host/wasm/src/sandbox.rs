@@ -162,6 +162,13 @@ impl State {
         FsView::new(&mut self.workspace, &mut self.table, &self.clock)
     }
 
+    /// Why the call's answer must not be used: the workspace's filesystem
+    /// answered it for the machine's reason (see
+    /// [`Workspace::host_trouble`]).
+    pub(crate) fn host_trouble(&self) -> Option<&str> {
+        self.workspace.host_trouble()
+    }
+
     fn random(&mut self) -> ChargedRandom<'_> {
         ChargedRandom { random: self.wasi.random(), clock: &self.clock }
     }

@@ -31,7 +31,7 @@ use std::io;
 use std::os::unix::fs::DirEntryExt;
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use wasmtime::component::{HasData, Linker, Resource, ResourceTable};
 use wasmtime_wasi::p2::{DynInputStream, InputStream, Pollable, StreamError, StreamResult};
@@ -94,19 +94,36 @@ pub struct Workspace {
     open: Arc<AtomicUsize>,
     /// (device, inode) of every per-turn file under any spelling, found on
     /// the first use of a stable view.
-    per_turn: Option<Vec<(u64, u64)>>,
+    per_turn: OnceLock<Vec<(u64, u64)>>,
+    /// The first answer the host's filesystem gave for its own reason, not
+    /// the workspace's (out of file descriptors or memory), or a per-turn
+    /// scan that failed: the call's answer was shaped by the machine's
+    /// state, so it is not used ([`Workspace::host_trouble`]).
+    trouble: OnceLock<String>,
 }
 
 impl Workspace {
     /// No workspace: `get-directories` answers nothing.
     pub fn none() -> Workspace {
-        Workspace { root: None, view: View::Turn, open: Arc::default(), per_turn: None }
+        Workspace {
+            root: None,
+            view: View::Turn,
+            open: Arc::default(),
+            per_turn: OnceLock::new(),
+            trouble: OnceLock::new(),
+        }
     }
 
     /// The agent directory at `dir`, seen as `view` says.
     pub fn mount(dir: &std::path::Path, view: View) -> io::Result<Workspace> {
         let root = Dir::open_ambient_dir(dir, cap_std::ambient_authority())?;
-        Ok(Workspace { root: Some(root), view, open: Arc::default(), per_turn: None })
+        Ok(Workspace {
+            root: Some(root),
+            view,
+            open: Arc::default(),
+            per_turn: OnceLock::new(),
+            trouble: OnceLock::new(),
+        })
     }
 
     fn stable(&self) -> bool {
@@ -134,7 +151,7 @@ impl Workspace {
 
     /// Whether the stable view hides the file `(device, inode)`: it is a
     /// per-turn file, under whatever name it was reached.
-    fn hides_file(&mut self, device: u64, inode: u64) -> bool {
+    fn hides_file(&self, device: u64, inode: u64) -> bool {
         self.stable() && self.per_turn_files().contains(&(device, inode))
     }
 
@@ -142,33 +159,59 @@ impl Workspace {
     /// entry of the root whose name is a per-turn name, as itself and as
     /// what it links to. The scan is the host's setup, not charged (it
     /// reads the root folder once, whatever the plugin does).
-    fn per_turn_files(&mut self) -> &[(u64, u64)] {
-        if self.per_turn.is_none() {
-            let found = match &self.root {
-                Some(root) => per_turn_files_in(root),
-                None => Vec::new(),
-            };
-            self.per_turn = Some(found);
+    /// A scan that fails is the host's trouble: the call's answer is then
+    /// not used, whatever the call saw.
+    fn per_turn_files(&self) -> &[(u64, u64)] {
+        self.per_turn.get_or_init(|| match self.root.as_ref().map(per_turn_files_in) {
+            Some(Ok(found)) => found,
+            Some(Err(e)) => {
+                let _ = self.trouble.set(format!("the per-turn files could not be looked for: {e}"));
+                Vec::new()
+            }
+            None => Vec::new(),
+        })
+    }
+
+    /// The WASI error code of `e` as the plugin sees it; an error for the
+    /// machine's reason ([`proem_core::disk::is_exhaustion`]) is noted
+    /// as the call's [`Workspace::host_trouble`].
+    fn code(&self, e: &io::Error) -> ErrorCode {
+        if proem_core::disk::is_exhaustion(e) {
+            let _ = self.trouble.set(e.to_string());
         }
-        self.per_turn.as_deref().unwrap_or_default()
+        code(e)
+    }
+
+    /// Why this call's answer must not be used, when the host's filesystem
+    /// answered it for the machine's reason (out of file descriptors or
+    /// memory) rather than the workspace's: the plugin may have built
+    /// something else from that answer, and the same call a moment later
+    /// would see the files.
+    pub fn host_trouble(&self) -> Option<&str> {
+        self.trouble.get().map(String::as_str)
     }
 }
 
-fn per_turn_files_in(root: &Dir) -> Vec<(u64, u64)> {
-    let Ok(device) = root.dir_metadata().map(|m| m.dev()) else { return Vec::new() };
-    let Ok(entries) = root.entries() else { return Vec::new() };
+/// The (device, inode) of each per-turn file in `root`, as itself and as
+/// what it links to; `Err` when the folder could not be read whole.
+fn per_turn_files_in(root: &Dir) -> io::Result<Vec<(u64, u64)>> {
+    let device = root.dir_metadata()?.dev();
     let mut found = Vec::new();
-    for entry in entries.flatten() {
+    for entry in root.entries()? {
+        let entry = entry?;
         let name = entry.file_name();
         if !name.to_str().is_some_and(is_per_turn_name) {
             continue;
         }
         found.push((device, entry.ino()));
-        if let Ok(target) = root.metadata(&name) {
-            found.push((target.dev(), target.ino()));
+        match root.metadata(&name) {
+            Ok(target) => found.push((target.dev(), target.ino())),
+            Err(e) if proem_core::disk::is_exhaustion(&e) => return Err(e),
+            // A dangling link or one that leaves the folder: nothing to find.
+            Err(_) => {}
         }
     }
-    found
+    Ok(found)
 }
 
 /// Whether a file name may name a per-turn file (one rule with the core's
@@ -396,7 +439,7 @@ impl FsView<'_> {
     /// file reached through a link) reads as "no such entry", which is what
     /// the same path answers when that file is absent.
     fn seen(&self, e: &io::Error) -> ErrorCode {
-        match code(e) {
+        match self.workspace.code(e) {
             ErrorCode::NotDirectory if self.workspace.stable() => ErrorCode::NoEntry,
             other => other,
         }
@@ -443,7 +486,7 @@ impl FsView<'_> {
             return Err(ErrorCode::Loop);
         }
         let file = dir.open_with(path, &proem_core::disk::nonblocking_read()).map_err(|e| self.seen(&e))?;
-        let meta = file.metadata().map_err(|e| code(&e))?;
+        let meta = file.metadata().map_err(|e| self.workspace.code(&e))?;
         if self.workspace.hides_file(meta.dev(), meta.ino()) {
             return Err(ErrorCode::NoEntry);
         }
@@ -462,7 +505,8 @@ impl FsView<'_> {
 
 impl types::Host for FsView<'_> {
     fn filesystem_error_code(&mut self, err: Resource<wasmtime::Error>) -> wasmtime::Result<Option<ErrorCode>> {
-        Ok(self.table.get(&err)?.downcast_ref::<io::Error>().map(code))
+        let workspace = &self.workspace;
+        Ok(self.table.get(&err)?.downcast_ref::<io::Error>().map(|e| workspace.code(e)))
     }
 }
 
@@ -535,7 +579,7 @@ impl types::HostDescriptor for FsView<'_> {
                 let end = bytes.is_empty();
                 (bytes, end)
             })
-            .map_err(|e| code(&e)))
+            .map_err(|e| self.workspace.code(&e)))
     }
 
     fn write(&mut self, _: Resource<Descriptor>, _: Vec<u8>, _: u64) -> Answer<u64> {
@@ -555,7 +599,7 @@ impl types::HostDescriptor for FsView<'_> {
         })?;
         Ok(match listing {
             Ok((entries, device)) => Ok(self.table.push(Listing { entries, device, _place: place })?),
-            Err(e) => Err(code(&e)),
+            Err(e) => Err(self.workspace.code(&e)),
         })
     }
 
@@ -573,7 +617,7 @@ impl types::HostDescriptor for FsView<'_> {
             Node::Dir(dir) => dir.dir_metadata(),
             Node::File(file) => file.metadata().map(cap_std::fs::Metadata::from_just_metadata),
         })?;
-        Ok(meta.map(|m| stat_of(&m, self.workspace.view)).map_err(|e| code(&e)))
+        Ok(meta.map(|m| stat_of(&m, self.workspace.view)).map_err(|e| self.workspace.code(&e)))
     }
 
     fn stat_at(&mut self, fd: Resource<Descriptor>, flags: PathFlags, path: String) -> Answer<DescriptorStat> {
@@ -681,7 +725,7 @@ impl types::HostDescriptor for FsView<'_> {
             Node::Dir(dir) => dir.dir_metadata(),
             Node::File(file) => file.metadata().map(cap_std::fs::Metadata::from_just_metadata),
         })?;
-        Ok(meta.map(|m| identity_hash(&m)).map_err(|e| code(&e)))
+        Ok(meta.map(|m| identity_hash(&m)).map_err(|e| self.workspace.code(&e)))
     }
 
     fn metadata_hash_at(
@@ -711,7 +755,7 @@ impl types::HostDirectoryEntryStream for FsView<'_> {
             // charged never depends on them.
             let entry = match listing.entries.next() {
                 None => return Ok(Ok(None)),
-                Some(Err(e)) => return Ok(Err(code(&e))),
+                Some(Err(e)) => return Ok(Err(workspace.code(&e))),
                 Some(Ok(entry)) => entry,
             };
             let name = entry.file_name();
@@ -790,6 +834,23 @@ impl Pollable for FileStream {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A filesystem error for the machine's reason is noted as the call's
+    /// trouble (its answer is then not used); one about the workspace is
+    /// not. Both reach the plugin as their WASI codes.
+    #[test]
+    fn only_the_machines_refusals_are_the_hosts_trouble() {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = Workspace::mount(dir.path(), View::Stable).unwrap();
+        let missing = io::Error::from(rustix::io::Errno::NOENT);
+        assert_eq!(workspace.code(&missing), ErrorCode::NoEntry);
+        assert_eq!(workspace.host_trouble(), None);
+        for errno in [rustix::io::Errno::MFILE, rustix::io::Errno::NFILE, rustix::io::Errno::NOMEM] {
+            let workspace = Workspace::mount(dir.path(), View::Stable).unwrap();
+            assert_eq!(workspace.code(&io::Error::from(errno)), ErrorCode::InsufficientMemory);
+            assert!(workspace.host_trouble().is_some(), "{errno:?}");
+        }
+    }
 
     #[test]
     fn every_spelling_of_a_per_turn_file_is_a_per_turn_name() {
