@@ -319,7 +319,11 @@ fn edits_reload_and_a_broken_config_keeps_the_last_good_one_serving() {
 /// renamed over) is built from the new files, not from the last assembler:
 /// the background poll would see the change up to 250 ms later, and until
 /// then the service answered with the old folder's files or config. Random
-/// changes, each checked by the very next request.
+/// changes, each checked by the very next request. Also a swap higher up
+/// the path (a `current` symlink above `current/agents/deep`, the usual
+/// release layout) to a release made before the server started, its
+/// proem.toml a hard link to the first release's, as `rsync --link-dest`
+/// makes them: the same config file, another folder.
 #[test]
 fn a_request_after_the_folder_is_replaced_or_the_config_edited_is_built_from_them() {
     plugin_env();
@@ -341,7 +345,20 @@ fn a_request_after_the_folder_is_replaced_or_the_config_edited_is_built_from_the
     std::os::unix::fs::symlink("v0", links.join("current")).unwrap();
     let dir = agent_copy_as(&plain, "agent", "renamed");
     mark(&dir, "MARK-R-0");
-    let server = Server::start(&[links.join("current").to_str().unwrap(), dir.to_str().unwrap()]);
+    let releases = top.path().join("releases");
+    // Every release, made up front, each proem.toml a hard link to r0's.
+    for round in 0..=20u32 {
+        let deep = agent_copy_as(&releases.join(format!("r{round}/agents")), "deep", "deep");
+        mark(&deep, &format!("MARK-D-{round}"));
+        if round > 0 {
+            std::fs::remove_file(deep.join("proem.toml")).unwrap();
+            std::fs::hard_link(releases.join("r0/agents/deep/proem.toml"), deep.join("proem.toml")).unwrap();
+        }
+    }
+    std::os::unix::fs::symlink("r0", releases.join("current")).unwrap();
+    let deep = releases.join("current/agents/deep");
+    let server =
+        Server::start(&[links.join("current").to_str().unwrap(), dir.to_str().unwrap(), deep.to_str().unwrap()]);
     let rt = runtime();
     let c = client();
     let build = |id: &str| -> String {
@@ -354,11 +371,12 @@ fn a_request_after_the_folder_is_replaced_or_the_config_edited_is_built_from_the
     };
     assert!(build("swapped").contains("MARK-S-0"));
     assert!(build("renamed").contains("MARK-R-0"));
+    assert!(build("deep").contains("MARK-D-0"));
     let mut seed: u64 = 0x05ee_d0fa_6e47;
-    let mut kinds = [0u32; 4];
-    for round in 1..=16u32 {
+    let mut kinds = [0u32; 5];
+    for round in 1..=20u32 {
         seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-        let kind = ((seed >> 33) % 4) as usize;
+        let kind = ((seed >> 33) % 5) as usize;
         kinds[kind] += 1;
         let (id, want) = match kind {
             0 => {
@@ -380,11 +398,16 @@ fn a_request_after_the_folder_is_replaced_or_the_config_edited_is_built_from_the
                 std::fs::write(dir.join("proem.toml"), named(&toml, &format!("Name{round}"))).unwrap();
                 ("renamed", format!("Name{round}"))
             }
-            _ => {
+            3 => {
                 let toml = std::fs::read_to_string(dir.join("proem.toml")).unwrap();
                 std::fs::write(dir.join("proem.toml.new"), named(&toml, &format!("Name{round}"))).unwrap();
                 std::fs::rename(dir.join("proem.toml.new"), dir.join("proem.toml")).unwrap();
                 ("renamed", format!("Name{round}"))
+            }
+            _ => {
+                std::os::unix::fs::symlink(format!("r{round}"), releases.join("next")).unwrap();
+                std::fs::rename(releases.join("next"), releases.join("current")).unwrap();
+                ("deep", format!("MARK-D-{round}"))
             }
         };
         let text = build(id);

@@ -74,10 +74,10 @@ pub enum Command {
     },
     /// Serve builds over HTTP to agent runtimes in any language, with an
     /// inspector page at `/`. One warm assembler per agent; an agent whose
-    /// proem.toml or plugin files change, or whose folder is replaced in
-    /// the folder above it, is reloaded before its next request is answered
-    /// (a folder swapped higher up, within 250 ms); a reload that fails
-    /// keeps the last good config serving. API under
+    /// proem.toml or plugin files change, or whose folder is replaced
+    /// anywhere on its path (a `current` symlink swapped), is reloaded
+    /// before its next request is answered; a reload that fails keeps the
+    /// last good config serving. API under
     /// /v1 (OpenAPI at /v1/openapi.json), /healthz, /readyz, /metrics.
     /// Prints `listening on http://ADDR` once it accepts connections; stops
     /// on SIGTERM or SIGINT after finishing the builds in flight.

@@ -13,9 +13,10 @@
 //! A changed agent is reopened off the request path; until that succeeds the
 //! last good assembler keeps serving and the error shows on the agent's
 //! status. New folders appear, removed ones disappear. A request does not
-//! wait for the poll: what the serving assembler was loaded from (the
-//! folder's entry in the folder above it, proem.toml, the plugin files) is
-//! watched too ([`Agent::sources_may_have_changed`], one `FIONREAD`), and a
+//! wait for the poll: what the serving assembler was loaded from (every
+//! entry on the way to the folder, proem.toml, the plugin files) is
+//! watched too ([`Agent::sources_may_have_changed`], one `FIONREAD` per
+//! device the path crosses: [`crate::sources`]), and a
 //! request that finds it touched checks the stamps and reloads first
 //! ([`Agents::reload_if_changed`]): a folder replaced or a config edited
 //! before a request was sent is what that request is built from.
@@ -28,9 +29,9 @@
 //! most every [`RETRY_MAX`]), so a failure that was the machine's, not the
 //! files', heals by itself.
 
+use crate::sources::Sources;
 use proem::Assembler;
 use proem_core::config::{Config, CONFIG_FILE};
-use proem_core::memo::Snapshot;
 use proem_core::sync::Lock;
 use std::collections::BTreeMap;
 use std::io;
@@ -78,11 +79,11 @@ pub struct Agent {
     failures: u32,
     /// When an unsettled agent is loaded again.
     retry_at: Instant,
-    /// A watch on the files the stamps are of and on the folder's entry in
-    /// the folder above it, taken before the last load looked at them
+    /// A watch on the files the stamps are of and on every entry on the way
+    /// to the folder, taken before the last load looked at them
     /// (`None`: it could not be set up; every request then checks the
     /// stamps).
-    sources: Option<Snapshot>,
+    sources: Option<Sources>,
     /// Held while the agent is loaded again, so that requests and the poll
     /// that find it changed at once load it once.
     reloading: Arc<Lock<()>>,
@@ -223,7 +224,7 @@ impl Agents {
         };
         // Watched before the stamps are looked at: a change from here on is
         // an event on the new watch.
-        let sources = watch_sources(&dir, &files);
+        let sources = Sources::watch(&dir, &files);
         if !reload_if_due(agent, &mut changes) {
             agent.lock().sources = sources;
         }
@@ -340,7 +341,7 @@ impl Agent {
     /// The files whose stamps decide a reload.
     fn source_files(&self) -> Vec<PathBuf> {
         match &self.stamps {
-            Some(stamps) => stamps.0.iter().map(|(f, _)| f.clone()).collect(),
+            Some(stamps) => stamps.files.iter().map(|(f, _)| f.clone()).collect(),
             None => watched_files(&self.dir, self.assembler.as_ref().map(|a| a.config())),
         }
     }
@@ -383,7 +384,7 @@ impl Agent {
     /// changed, or its last load is unsettled and its retry is due. A stamp
     /// that cannot be read decides nothing (the next poll looks again).
     fn due(&self, now: Instant) -> bool {
-        let changed = self.stamps.as_ref().is_some_and(|stamps| match stamps.read_again() {
+        let changed = self.stamps.as_ref().is_some_and(|stamps| match stamps.read_again(&self.dir) {
             Ok(current) => current != *stamps,
             Err(_) => false,
         });
@@ -459,25 +460,6 @@ fn reload_if_due(agent: &Arc<Lock<Agent>>, changes: &mut Changes) -> bool {
     due
 }
 
-/// A watch on `files` (proem.toml, the plugin files) and on the agent
-/// folder `dir`'s entry in the folder above it (a folder renamed or a
-/// symlink swapped into its place), by file events where the system gives
-/// them, else by stats ([`Snapshot`]); `None` when the folder above cannot
-/// be opened.
-fn watch_sources(dir: &Path, files: &[PathBuf]) -> Option<Snapshot> {
-    let name = dir.file_name().map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
-    let above = match dir.parent() {
-        Some(p) if p.as_os_str().is_empty() => Path::new("."),
-        Some(p) => p,
-        None => dir,
-    };
-    let relative = |f: &PathBuf| f.strip_prefix(above).map(Path::to_path_buf).unwrap_or_else(|_| f.clone());
-    let mut paths: Vec<String> = vec![name.to_string_lossy().into_owned()];
-    paths.extend(files.iter().map(|f| relative(f).to_string_lossy().into_owned()));
-    let opened = std::fs::File::open(above).ok()?;
-    Snapshot::take(above, std::os::fd::AsFd::as_fd(&opened), &paths, false, true)
-}
-
 /// One load of an agent: the stamps of the files it watched, taken before
 /// opening (`None` when one could not be read, or when the config the
 /// assembler opened names other plugin files than the one stamped), and
@@ -485,15 +467,15 @@ fn watch_sources(dir: &Path, files: &[PathBuf]) -> Option<Snapshot> {
 struct Attempt {
     stamps: Option<Stamps>,
     /// The watch on what it loaded from, taken before the stamps.
-    sources: Option<Snapshot>,
+    sources: Option<Sources>,
     result: Result<Arc<Assembler>, String>,
 }
 
 impl Attempt {
     fn run(dir: &Path) -> Attempt {
         let planned = watched_files(dir, Config::load(&dir.join(CONFIG_FILE)).ok().as_ref());
-        let sources = watch_sources(dir, &planned);
-        let stamps = Stamps::read(planned.clone()).ok();
+        let sources = Sources::watch(dir, &planned);
+        let stamps = Stamps::read(dir, planned.clone()).ok();
         let result = Assembler::open(dir, None).map(Arc::new).map_err(|e| e.to_string());
         let stamps = match &result {
             Ok(assembler) if watched_files(dir, Some(assembler.config())) != planned => None,
@@ -513,19 +495,33 @@ fn watched_files(dir: &Path, config: Option<&Config>) -> Vec<PathBuf> {
     files
 }
 
-/// Files and their [`Stamp`]s (`None`: the file does not exist).
+/// Which folder an agent's path leads to, and its files' [`Stamp`]s
+/// (`None`: the file does not exist).
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Stamps(Vec<(PathBuf, Option<Stamp>)>);
+struct Stamps {
+    /// The (device, inode) of the folder `dir` leads to now: a folder
+    /// swapped in anywhere on the way (a `current` symlink, a folder renamed
+    /// over) is another folder, even when its files are hard links to the
+    /// last one's (a release made with `rsync --link-dest`). Not its times:
+    /// a file added to the folder is the workspace memo's business, not a
+    /// reload.
+    folder: (u64, u64),
+    files: Vec<(PathBuf, Option<Stamp>)>,
+}
 
 impl Stamps {
-    /// The stamps of `files`, or the first error that is not "not found".
-    fn read(files: Vec<PathBuf>) -> io::Result<Stamps> {
-        files.into_iter().map(|f| stamp_of(&f).map(|s| (f, s))).collect::<io::Result<_>>().map(Stamps)
+    /// The stamps of `dir` and `files`, or the first error that is not
+    /// "not found" (the folder must be there).
+    fn read(dir: &Path, files: Vec<PathBuf>) -> io::Result<Stamps> {
+        use std::os::unix::fs::MetadataExt;
+        let folder = std::fs::metadata(dir).map(|m| (m.dev(), m.ino()))?;
+        let files = files.into_iter().map(|f| stamp_of(&f).map(|s| (f, s))).collect::<io::Result<_>>()?;
+        Ok(Stamps { folder, files })
     }
 
-    /// The same files' stamps now.
-    fn read_again(&self) -> io::Result<Stamps> {
-        Stamps::read(self.0.iter().map(|(f, _)| f.clone()).collect())
+    /// The same folder's and files' stamps now.
+    fn read_again(&self, dir: &Path) -> io::Result<Stamps> {
+        Stamps::read(dir, self.files.iter().map(|(f, _)| f.clone()).collect())
     }
 }
 
@@ -688,8 +684,9 @@ mod tests {
         // A symlink loop cannot be looked at: that decides nothing.
         std::os::unix::fs::symlink(dir.path().join("loop"), dir.path().join("loop")).unwrap();
         assert!(stamp_of(&dir.path().join("loop")).is_err());
-        let stamps = Stamps(vec![(dir.path().join("loop"), None)]);
-        assert!(stamps.read_again().is_err());
+        let stamps = Stamps { folder: (0, 0), files: vec![(dir.path().join("loop"), None)] };
+        assert!(stamps.read_again(dir.path()).is_err());
+        assert!(Stamps::read(&dir.path().join("nope"), Vec::new()).is_err(), "the folder must be there");
     }
 
     #[test]

@@ -31,6 +31,7 @@ pub mod metrics;
 pub mod page;
 pub mod printed;
 pub mod request_id;
+pub mod sources;
 pub mod wording;
 
 use std::net::SocketAddr;
