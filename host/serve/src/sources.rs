@@ -137,8 +137,7 @@ mod tests {
     }
 
     /// Each entry on the way is watched: a symlink swapped two folders up,
-    /// a folder renamed over one folder up, and a file edited, each shows;
-    /// nothing else does.
+    /// a folder renamed over one folder up, and a file edited, each shows.
     #[test]
     fn a_swap_anywhere_on_the_way_is_seen() {
         let top = tempfile::tempdir().unwrap();
@@ -150,11 +149,11 @@ mod tests {
         std::os::unix::fs::symlink("r1", top.join("current")).unwrap();
         let dir = top.join("current/agents/deep");
         let files = [dir.join("proem.toml")];
+        // (Any change in a folder on the way is an event, to another entry
+        // too, such as another test's in the temporary folder: the caller
+        // then compares stamps, and watches again. So only changes are
+        // asserted here, never their absence.)
         let sources = Sources::watch(&dir, &files).expect("the sources are watched");
-        std::fs::write(top.join("r2/agents/deep/proem.toml"), "r2 edited").unwrap();
-        assert!(sources.unchanged(), "a change off the way is not the agent's");
-        // (A change in a folder on the way, to another entry, is an event
-        // too: the caller then compares stamps, and watches again.)
         std::os::unix::fs::symlink("r2", top.join("next")).unwrap();
         std::fs::rename(top.join("next"), top.join("current")).unwrap();
         assert!(!sources.unchanged(), "the symlink two folders up was swapped");
