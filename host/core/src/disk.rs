@@ -100,7 +100,25 @@ pub(crate) fn read_up_to(mut file: cap_std::fs::File, size: u64, limit: usize) -
 /// same read may succeed a moment later, so its outcome must not decide
 /// what a build contains.
 pub fn is_exhaustion(e: &std::io::Error) -> bool {
-    use rustix::io::Errno;
-    matches!(Errno::from_io_error(e), Some(Errno::MFILE | Errno::NFILE | Errno::NOMEM | Errno::NOBUFS))
-        || e.kind() == std::io::ErrorKind::OutOfMemory
+    let errno = Errno::from_io_error(e);
+    EXHAUSTION.iter().any(|(refused, _)| errno == Some(*refused)) || e.kind() == std::io::ErrorKind::OutOfMemory
+}
+
+use rustix::io::Errno;
+
+/// The refusals [`is_exhaustion`] means, with how `std::io::Error` ends its
+/// text for each (` (os error N)`).
+const EXHAUSTION: [(Errno, &str); 4] = [
+    (Errno::MFILE, " (os error 24)"),
+    (Errno::NFILE, " (os error 23)"),
+    (Errno::NOMEM, " (os error 12)"),
+    (Errno::NOBUFS, " (os error 105)"),
+];
+
+/// Whether `message`, the text of a host error (a plugin that could not be
+/// loaded, say, whose error is kept as text), ends an I/O error that
+/// [`is_exhaustion`] means: the text `std::io::Error` gives those errors.
+/// For the host's own messages only, never a plugin's words.
+pub fn names_exhaustion(message: &str) -> bool {
+    EXHAUSTION.iter().any(|(_, text)| message.contains(text))
 }

@@ -62,13 +62,14 @@ pub enum ProemError {
     /// library user links the `proem` crate, which does).
     #[error("[budget] tokenizer names a tokenizer.json, and this executable has no tokenizer.json loader; run proem-full, or use the proem crate")]
     TokenizerCodeNeeded,
-    /// A workspace file or folder could not be read because the system was
-    /// out of a resource (file descriptors, memory): the build fails rather
-    /// than leave it out, so what is built never depends on the machine's
-    /// load. Trying again later (or with a higher limit) builds it.
-    #[error("{path}: {message}: the system is out of file descriptors or memory, so nothing was built (the build would have left this file out); try again, or raise the limit (ulimit -n)")]
+    /// A workspace file or folder, a plugin's binary or a plugin's call
+    /// could not be served because the system was out of a resource (file
+    /// descriptors, memory): the build fails rather than leave it out, so
+    /// what is built never depends on the machine's load. Trying again
+    /// later (or with a higher limit) builds it.
+    #[error("{path}: {message}: the system is out of file descriptors or memory, so nothing was built rather than built without it; try again, or raise the limit (ulimit -n)")]
     Exhausted {
-        /// The workspace-relative path.
+        /// The workspace-relative path, or the plugin, it was about.
         path: String,
         /// The system's words.
         message: String,

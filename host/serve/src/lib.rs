@@ -39,6 +39,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::signal::unix::Signal;
 
 /// The default address: loopback only.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7878";
@@ -115,16 +116,15 @@ pub fn run(options: Options, ready: impl FnOnce(SocketAddr)) -> Result<(), Strin
     proem_core::tokens::save_token_counts_after_builds(false);
     proem_core::plugin::answers::write_new_answers(false);
     let agents = Arc::new(agents::Agents::open(options.source.clone())?);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .thread_name("proem-serve")
-        .build()
-        .map_err(|e| format!("cannot start the service's threads: {e}"))?;
+    let runtime = refused_as_error("cannot start the service's threads", || {
+        tokio::runtime::Builder::new_multi_thread().enable_all().thread_name("proem-serve").build()
+    })?;
     let served = runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(options.listen)
             .await
             .map_err(|e| format!("cannot listen on {}: {e}", options.listen))?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
+        let signals = shutdown_signals()?;
         let state = Arc::new(api::AppState {
             agents: agents.clone(),
             metrics: Arc::new(metrics::Metrics::default()),
@@ -142,7 +142,7 @@ pub fn run(options: Options, ready: impl FnOnce(SocketAddr)) -> Result<(), Strin
         ready(addr);
         let stopping = state.clone();
         let stop = async move {
-            shutdown_signal().await;
+            shutdown_signal(signals).await;
             stopping.stopping.store(true, Ordering::SeqCst);
             stopping.events.close();
             tracing::info!("shutting down: finishing the builds in flight");
@@ -215,19 +215,37 @@ pub(crate) fn publish_reloads(state: &api::AppState, reloaded: Vec<(String, Resu
     }
 }
 
-async fn shutdown_signal() {
+/// The SIGTERM and SIGINT listeners, made before the service says it
+/// listens.
+fn shutdown_signals() -> Result<(Signal, Signal), String> {
     use tokio::signal::unix::{signal, SignalKind};
-    let mut term = signal(SignalKind::terminate()).ok();
-    let term = async {
-        match term.as_mut() {
-            Some(s) => {
-                s.recv().await;
-            }
-            None => std::future::pending::<()>().await,
-        }
-    };
+    refused_as_error("cannot listen for SIGTERM and SIGINT", || {
+        Ok((signal(SignalKind::terminate())?, signal(SignalKind::interrupt())?))
+    })
+}
+
+/// What `make` makes, or why not in words beginning with `what`. tokio
+/// makes its signal pipe once, with the runtime's signal driver, and
+/// panics when the system refuses it (out of file descriptors at start):
+/// here that is an error worded as the others, not a panic and its trace.
+fn refused_as_error<T>(what: &str, make: impl FnOnce() -> std::io::Result<T>) -> Result<T, String> {
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let made = std::panic::catch_unwind(std::panic::AssertUnwindSafe(make));
+    std::panic::set_hook(hook);
+    match made {
+        Ok(Ok(made)) => Ok(made),
+        Ok(Err(e)) => Err(format!("{what}: {e}")),
+        Err(_) => Err(format!(
+            "{what}: the system refused a socket pair (out of file descriptors? raise the limit, ulimit -n)"
+        )),
+    }
+}
+
+/// Waits for SIGTERM or SIGINT.
+async fn shutdown_signal((mut term, mut interrupt): (Signal, Signal)) {
     tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term => {}
+        _ = term.recv() => {}
+        _ = interrupt.recv() => {}
     }
 }

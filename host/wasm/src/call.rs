@@ -69,8 +69,9 @@ pub async fn call(
 /// failure, never kept.
 fn unless_host_troubled<T>(result: Result<T, PluginError>, trouble: Option<&str>) -> Result<T, PluginError> {
     match (result, trouble) {
-        (Ok(_), Some(why)) => Err(PluginError::Host(format!(
-            "the host ran out of a resource while the plugin read the workspace ({}); its answer was not used",
+        (Err(PluginError::Returned(_) | PluginError::Trap(_) | PluginError::Panicked { .. }), Some(why))
+        | (Ok(_), Some(why)) => Err(PluginError::Exhausted(format!(
+            "a workspace read was refused ({}); its answer was not used",
             hooks::label(why, 200)
         ))),
         (result, _) => result,
@@ -248,10 +249,16 @@ mod tests {
     #[test]
     fn an_answer_shaped_by_the_hosts_trouble_is_not_used() {
         let troubled = unless_host_troubled(Ok(1), Some("Too many open files (os error 24)"));
-        let Err(PluginError::Host(why)) = troubled else { panic!("{troubled:?}") };
+        let Err(PluginError::Exhausted(why)) = troubled else { panic!("{troubled:?}") };
         assert!(why.contains("Too many open files") && why.contains("not used"), "{why}");
-        assert_eq!(PluginError::Host(why).status(), PluginStatus::Failed);
+        let error = PluginError::Exhausted(why);
+        assert_eq!((error.status(), error.code()), (PluginStatus::Failed, "plugin_host_exhausted"));
         assert_eq!(unless_host_troubled(Ok(1), None).unwrap(), 1);
+        // A plugin that gave up or trapped on the refusal failed for it too.
+        for gave_up in [PluginError::Returned("no SOUL.md".into()), PluginError::Trap("unreachable".into())] {
+            assert!(matches!(unless_host_troubled::<u8>(Err(gave_up), Some("x")), Err(PluginError::Exhausted(_))));
+        }
+        // Its own limits are its own.
         let failed = unless_host_troubled::<u8>(Err(PluginError::StackOverflow), Some("x"));
         assert!(matches!(failed, Err(PluginError::StackOverflow)));
     }

@@ -80,7 +80,10 @@ impl Wasm {
         declared_at: Option<&str>,
         answers: Option<&Answers>,
     ) -> Result<Wasm, String> {
-        let shown = agent_dir.join(path).display().to_string();
+        // Named as proem.toml names it (relative to the agent folder, or
+        // the absolute path the operator wrote): what a report that reaches
+        // a service's client says must not hold the server's own paths.
+        let shown = path.to_string();
         let file = open_regular(agent_dir, path, &shown, declared_at)?;
         let meta = file.metadata().map_err(|e| format!("{shown}: {e}"))?;
         // A digest is kept only for a stat no later write can leave as it
@@ -157,7 +160,7 @@ impl LazyFile {
 /// the regular-file check instead of hanging the build).
 fn open_regular(agent_dir: &Path, path: &str, shown: &str, declared_at: Option<&str>) -> Result<File, String> {
     let dir = cap_std::fs::Dir::open_ambient_dir(agent_dir, cap_std::ambient_authority())
-        .map_err(|e| format!("{}: cannot open the agent directory: {e}", agent_dir.display()))?;
+        .map_err(|e| format!("{shown}: cannot open the agent folder to read it: {e}"))?;
     let file = dir
         .open_with(path, &crate::disk::nonblocking_read())
         .map_err(|e| match e.kind() {

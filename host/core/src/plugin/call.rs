@@ -117,6 +117,12 @@ pub enum PluginError {
     /// The sandbox or the engine could not be set up, or another host-side
     /// problem.
     Host(String),
+    /// The host ran out of file descriptors or memory while it ran the
+    /// plugin (mounting its workspace, answering its reads): its answer, if
+    /// any, is not the plugin's answer to these inputs. Unlike every other
+    /// failure this one fails the build ([`crate::ProemError::Exhausted`]):
+    /// what is built never depends on the machine's load.
+    Exhausted(String),
 }
 
 impl PluginError {
@@ -136,12 +142,16 @@ impl PluginError {
             | PluginError::Refused(_)
             | PluginError::Compile(_)
             | PluginError::Link(_)
-            | PluginError::Host(_) => PluginStatus::Failed,
+            | PluginError::Host(_)
+            | PluginError::Exhausted(_) => PluginStatus::Failed,
         }
     }
 
     /// The diagnostic code.
     pub fn code(&self) -> &'static str {
+        if let PluginError::Exhausted(_) = self {
+            return EXHAUSTED_CODE;
+        }
         match self.status() {
             PluginStatus::Error => "plugin_error",
             PluginStatus::Timeout => "plugin_timeout",
@@ -202,11 +212,18 @@ impl std::fmt::Display for PluginError {
             PluginError::Refused(m) | PluginError::Compile(m) | PluginError::Link(m) | PluginError::Host(m) => {
                 f.write_str(m)
             }
+            PluginError::Exhausted(m) => {
+                write!(f, "the host ran out of file descriptors or memory while it ran the plugin: {m}")
+            }
         }
     }
 }
 
 impl std::error::Error for PluginError {}
+
+/// The diagnostic code of [`PluginError::Exhausted`]: a build whose
+/// plugins report it fails instead (see `Assembler::build_fresh`).
+pub const EXHAUSTED_CODE: &str = "plugin_host_exhausted";
 
 /// The result of one call, with what the plugin logged and how long it took.
 #[derive(Debug, Clone)]

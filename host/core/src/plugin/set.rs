@@ -371,6 +371,13 @@ impl PluginSet {
                 None => Ok(ready),
             });
             if let Err(why) = &state {
+                // Not loaded for the machine's reason (its file could not be
+                // opened or read for want of descriptors or memory): the
+                // load fails, as a build does on such a read, rather than
+                // leave the plugin out of every build of this assembler.
+                if crate::disk::names_exhaustion(why) {
+                    return Err(ProemError::Exhausted { path: format!("plugin {}", plugin.id), message: why.clone() });
+                }
                 if plugin.required {
                     return Err(ProemError::Plugin {
                         id: plugin.id.clone(),
