@@ -207,6 +207,36 @@ fn bad_paths_and_inputs_are_exit_1_with_a_message() {
     assert!(stderr(&out).contains("tools.json") && stderr(&out).contains("invalid JSON"));
 }
 
+/// An agent folder whose path is not UTF-8 builds, through both
+/// executables, as through a plain name (proem-full took its arguments as
+/// UTF-8 and panicked: red team, ninth session).
+#[test]
+fn a_path_that_is_not_utf8_builds_as_any_other() {
+    use std::os::unix::ffi::OsStrExt;
+    let parent = tempfile::tempdir().unwrap();
+    let odd = parent.path().join(std::ffi::OsStr::from_bytes(b"caf\xe9-\xff"));
+    let plain = parent.path().join("plain");
+    for dir in [&odd, &plain] {
+        crate::surfaces::serve::copy_dir(&example("marlow"), dir);
+    }
+    let build = |exe: &std::path::Path, dir: &std::path::Path| {
+        Command::new(exe).arg("build").arg(dir).args(["--now", "2026-01-01T00:00:00Z"]).output().unwrap()
+    };
+    // The prompts differ only in the line naming the folder.
+    let without_folder = |o: &Output| -> Vec<String> {
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter(|l| !l.contains("working directory"))
+            .map(String::from)
+            .collect()
+    };
+    for exe in [std::path::PathBuf::from(env!("CARGO_BIN_EXE_proem-full")), front()] {
+        let (odd, plain) = (build(&exe, &odd), build(&exe, &plain));
+        assert!(odd.status.success(), "{}: {}", exe.display(), stderr(&odd));
+        assert!(without_folder(&odd) == without_folder(&plain), "{}: another prompt", exe.display());
+    }
+}
+
 #[test]
 fn usage_errors_are_exit_2() {
     let agent = Agent::new();

@@ -416,6 +416,49 @@ fn a_request_after_the_folder_is_replaced_or_the_config_edited_is_built_from_the
     assert!(kinds.iter().all(|n| *n > 0), "every kind of change was made: {kinds:?}");
 }
 
+/// A path that stops leading to a folder (the `current` link swapped to a
+/// release that is not there, or to a link loop) is a change too: the very
+/// next request is answered from the last good folder marked stale, and the
+/// agent shows why, never as if nothing had happened (red team, ninth
+/// session: `X-Proem-Stale: false` and no error, for as long as it ran).
+#[test]
+fn a_path_that_leads_nowhere_any_more_is_served_stale_with_its_error() {
+    plugin_env();
+    let top = tempfile::tempdir().unwrap();
+    let releases = top.path().join("releases");
+    agent_copy_as(&releases.join("r0/agents"), "m", "m");
+    std::os::unix::fs::symlink("r0", releases.join("current")).unwrap();
+    let server = Server::start(&[releases.join("current/agents/m").to_str().unwrap()]);
+    let rt = runtime();
+    let c = client();
+    let build = || {
+        rt.block_on(async {
+            let body = json!({"now": "2026-11-21T09:30:00Z"});
+            let r = c.post(format!("{}/v1/agents/m/build", server.url)).json(&body).send().await.unwrap();
+            let stale = r.headers().get("x-proem-stale").map(|v| v.to_str().unwrap().to_string());
+            (r.status().as_u16(), stale)
+        })
+    };
+    assert_eq!(build(), (200, Some("false".into())));
+    for (round, target) in ["gone", "loop"].into_iter().enumerate() {
+        if target == "loop" {
+            std::os::unix::fs::symlink("loop", releases.join("loop")).unwrap();
+        }
+        std::os::unix::fs::symlink(target, releases.join("next")).unwrap();
+        std::fs::rename(releases.join("next"), releases.join("current")).unwrap();
+        assert_eq!(build(), (200, Some("true".into())), "round {round}: the next request after the swap to {target}");
+        let agent = rt.block_on(async {
+            let r = c.get(format!("{}/v1/agents/m", server.url)).send().await.unwrap();
+            r.json::<serde_json::Value>().await.unwrap()
+        });
+        assert_eq!(agent["status"], "stale", "{agent}");
+        assert!(agent["last_error"].as_str().is_some_and(|e| !e.is_empty()), "{agent}");
+    }
+    std::os::unix::fs::symlink("r0", releases.join("next")).unwrap();
+    std::fs::rename(releases.join("next"), releases.join("current")).unwrap();
+    assert_eq!(build(), (200, Some("false".into())), "back on a folder that loads");
+}
+
 /// A file rewritten in place (same inode), at the same size, with its
 /// modification time set back, is still a change: the stamp serve reloads
 /// by holds the status-change time, which no one can set back. For the

@@ -11,10 +11,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    // The compile helper (proem_wasm::compile): before anything else.
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.first().map(String::as_str) == Some(proem_wasm::compile::HELPER_ARG) {
-        return ExitCode::from(proem_wasm::compile::helper_main(&args[1..]) as u8);
+    // The compile helper (proem_wasm::compile): before anything else. The
+    // arguments as the system gave them: a path that is not UTF-8 is for
+    // clap to take or refuse, never a panic here.
+    let mut args = std::env::args_os().skip(1);
+    if args.next().is_some_and(|first| first == proem_wasm::compile::HELPER_ARG) {
+        let rest: Vec<String> = args.map(|a| a.to_string_lossy().into_owned()).collect();
+        return ExitCode::from(proem_wasm::compile::helper_main(&rest) as u8);
     }
     if let Some(exe) = proem_wasm::compile::this_executable() {
         proem_wasm::compile::use_helper(exe);

@@ -504,17 +504,25 @@ struct Stamps {
     /// over) is another folder, even when its files are hard links to the
     /// last one's (a release made with `rsync --link-dest`). Not its times:
     /// a file added to the folder is the workspace memo's business, not a
-    /// reload.
-    folder: (u64, u64),
+    /// reload. `None` when the path leads to no folder any more (gone, a
+    /// dangling or looping link, a file, no permission): a change too, so
+    /// the load that fails on it shows its error and marks what serves
+    /// stale.
+    folder: Option<(u64, u64)>,
     files: Vec<(PathBuf, Option<Stamp>)>,
 }
 
 impl Stamps {
     /// The stamps of `dir` and `files`, or the first error that is not
-    /// "not found" (the folder must be there).
+    /// "not found" (for the folder: the first the machine gave for want of
+    /// descriptors or memory, which decides nothing).
     fn read(dir: &Path, files: Vec<PathBuf>) -> io::Result<Stamps> {
         use std::os::unix::fs::MetadataExt;
-        let folder = std::fs::metadata(dir).map(|m| (m.dev(), m.ino()))?;
+        let folder = match std::fs::metadata(dir) {
+            Ok(m) if m.is_dir() => Some((m.dev(), m.ino())),
+            Err(e) if proem_core::disk::is_exhaustion(&e) => return Err(e),
+            _ => None,
+        };
         let files = files.into_iter().map(|f| stamp_of(&f).map(|s| (f, s))).collect::<io::Result<_>>()?;
         Ok(Stamps { folder, files })
     }
@@ -684,9 +692,12 @@ mod tests {
         // A symlink loop cannot be looked at: that decides nothing.
         std::os::unix::fs::symlink(dir.path().join("loop"), dir.path().join("loop")).unwrap();
         assert!(stamp_of(&dir.path().join("loop")).is_err());
-        let stamps = Stamps { folder: (0, 0), files: vec![(dir.path().join("loop"), None)] };
+        let stamps = Stamps { folder: None, files: vec![(dir.path().join("loop"), None)] };
         assert!(stamps.read_again(dir.path()).is_err());
-        assert!(Stamps::read(&dir.path().join("nope"), Vec::new()).is_err(), "the folder must be there");
+        // A path that leads to no folder is a stamp of its own, not an error.
+        for gone in ["nope", "loop", "f"] {
+            assert_eq!(Stamps::read(&dir.path().join(gone), Vec::new()).unwrap().folder, None, "{gone}");
+        }
     }
 
     #[test]

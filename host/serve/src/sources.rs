@@ -25,14 +25,13 @@ impl Sources {
     /// its folder). `None` when a folder on the way cannot be looked at or
     /// opened: the caller then checks its stamps on every request.
     pub fn watch(dir: &Path, files: &[PathBuf]) -> Option<Sources> {
-        let dir = absolute(dir)?;
         let mut entries: Vec<(PathBuf, PathBuf)> = Vec::new();
-        for path in dir.ancestors().chain(files.iter().map(PathBuf::as_path)) {
-            let path = absolute(path)?;
-            if let (Some(parent), Some(name)) = (path.parent(), path.file_name()) {
-                entries.push((parent.to_path_buf(), PathBuf::from(name)));
-            }
+        let mut links_left = MAX_LINKS;
+        for path in std::iter::once(dir).chain(files.iter().map(PathBuf::as_path)) {
+            entries_on_the_way(path, &mut entries, &mut links_left)?;
         }
+        entries.sort();
+        entries.dedup();
         // Grouped by the device of the folder holding the entry.
         let mut groups: BTreeMap<u64, Vec<(PathBuf, PathBuf)>> = BTreeMap::new();
         for (parent, name) in entries {
@@ -60,6 +59,30 @@ impl Sources {
     pub fn unchanged(&self) -> bool {
         self.0.iter().all(Snapshot::unchanged)
     }
+}
+
+/// How many symlinks on the ways are followed, loops included (the system
+/// follows at most 40 in one path).
+const MAX_LINKS: u32 = 40;
+
+/// Every `(folder, name)` entry on the way to `path`, from the top down,
+/// and, for each that is a symlink, the entries on the way to where it
+/// leads (a folder swapped above a link's target is a change as much as
+/// the link swapped). `None` when `path` cannot be made absolute.
+fn entries_on_the_way(path: &Path, entries: &mut Vec<(PathBuf, PathBuf)>, links_left: &mut u32) -> Option<()> {
+    let path = absolute(path)?;
+    for step in path.ancestors() {
+        let (Some(parent), Some(name)) = (step.parent(), step.file_name()) else { continue };
+        entries.push((parent.to_path_buf(), PathBuf::from(name)));
+        if let Ok(target) = std::fs::read_link(step) {
+            if *links_left == 0 {
+                continue;
+            }
+            *links_left -= 1;
+            entries_on_the_way(&parent.join(target), entries, links_left)?;
+        }
+    }
+    Some(())
 }
 
 /// A snapshot rooted at `root` of the `(folder, name)` entries under it.
@@ -157,6 +180,16 @@ mod tests {
         std::os::unix::fs::symlink("r2", top.join("next")).unwrap();
         std::fs::rename(top.join("next"), top.join("current")).unwrap();
         assert!(!sources.unchanged(), "the symlink two folders up was swapped");
+
+        // Where a link leads is watched too: the release folder the link
+        // names replaced by another of the same name.
+        std::fs::create_dir_all(top.join("store/v1/agents/deep")).unwrap();
+        std::os::unix::fs::symlink(top.join("store/v1"), top.join("r2/agents/link")).unwrap();
+        let linked = top.join("current/agents/link/agents/deep");
+        let sources = Sources::watch(&linked, &[]).unwrap();
+        std::fs::rename(top.join("store"), top.join("store.old")).unwrap();
+        std::fs::create_dir_all(top.join("store/v1/agents/deep")).unwrap();
+        assert!(!sources.unchanged(), "the folder two above the link's target was replaced");
 
         let sources = Sources::watch(&dir, &files).unwrap();
         std::fs::rename(top.join("r2/agents"), top.join("r2/old-agents")).unwrap();
