@@ -231,7 +231,9 @@ fn read_with_fallback<T>(
     let first = read(name);
     if name == "MEMORY.md" && first.as_ref().is_err_and(Unavailable::is_missing) {
         let lower = read(MEMORY_ALTERNATIVE);
-        if lower.is_ok() {
+        // Refused by the system, it is not known to be missing: the caller
+        // fails the build on it ([`Unavailable::or_exhausted`]).
+        if lower.is_ok() || matches!(lower, Err(Unavailable::Exhausted(_))) {
             return (MEMORY_ALTERNATIVE.into(), lower);
         }
     }

@@ -839,6 +839,9 @@ mod tests {
             std::fs::write(root.join(name), text).unwrap();
         }
         std::fs::write(root.join("TEAM-RULES.md"), "Ship on Fridays.").unwrap();
+        // Read as MEMORY.md's lower-case alternative, after MEMORY.md is
+        // found missing: a second read whose refusal is the system's too.
+        std::fs::write(root.join("memory.md"), "Met Ana in May.").unwrap();
         // A per-turn file under another name: read as missing, which a
         // per-turn lookup the system refused must not turn into its text.
         std::fs::hard_link(root.join("USER.md"), root.join("NOTES.md")).unwrap();
@@ -853,7 +856,7 @@ mod tests {
         let open = || Assembler::open_with(&root, None, runtime).unwrap();
         let turn = Turn { now: Some(now()), ..Turn::default() };
         let clean = open().build(&turn).unwrap();
-        for needed in ["Be curious.", "Ship on Fridays.", "deploy", "triage", "exec"] {
+        for needed in ["Be curious.", "Ship on Fridays.", "Met Ana in May.", "deploy", "triage", "exec"] {
             assert!(clean.prompt.contains(needed), "{needed} is missing from the clean build");
         }
         let stable = clean.prompt.split("<!-- PROEM_CACHE_BOUNDARY -->").next().unwrap();
