@@ -22,8 +22,8 @@ fn pack_relative_relocations() {
 /// (`proem.order`, written by benches/order/regen.sh), so that the pages of
 /// code a build touches are ~1.5 MB together instead of spread over all
 /// 3.4 MB of text: the kernel maps code 64 KB around each page touched, so
-/// a build spread over the whole text maps it all (peak RSS 6.3 → 4.6 MB,
-/// docs/PERFORMANCE.md). Only for rustup's x86-64 Linux toolchain, which
+/// a build spread over the whole text maps it all (peak RSS 6.3 → 4.3-4.8
+/// MiB, docs/PERFORMANCE.md). Only for rustup's x86-64 Linux toolchain, which
 /// links with its own lld (GNU ld has no such option), and not when a
 /// linker is chosen through the environment. A name the file lists that the
 /// binary lacks (the file older than the code) is skipped.

@@ -329,10 +329,10 @@ fn is_missing(e: &io::Error) -> bool {
 
 impl Agent {
     /// Whether what the serving assembler was loaded from may have changed
-    /// since: an event on the agent's folder entry, proem.toml or a plugin
-    /// file, or any event in the folder itself (or, without file events, a
-    /// stat that differs). No lock is taken and, with events, one
-    /// `FIONREAD` is the whole cost; a request that sees it calls
+    /// since: any event in a folder on the way to it, to proem.toml or to a
+    /// plugin file ([`Sources`]; or, without file events, a stat that
+    /// differs). No lock is taken and, with events, one `FIONREAD` per
+    /// device is the whole cost; a request that sees it calls
     /// [`Agents::reload_if_changed`] before it is answered.
     pub fn sources_may_have_changed(&self) -> bool {
         self.sources.as_ref().is_none_or(|sources| !sources.unchanged())

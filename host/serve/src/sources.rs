@@ -20,9 +20,9 @@ use std::path::{Component, Path, PathBuf};
 pub struct Sources(Vec<Snapshot>);
 
 impl Sources {
-    /// Watches every entry of `dir`'s path (each folder's name in the
-    /// folder above it, from the top down) and each of `files` (its name in
-    /// its folder). `None` when a folder on the way cannot be looked at or
+    /// Watches every entry on the way to `dir` and to each of `files` (each
+    /// name in the folder holding it, and the way to where a symlink among
+    /// them leads). `None` when a folder on the way cannot be looked at or
     /// opened: the caller then checks its stamps on every request.
     pub fn watch(dir: &Path, files: &[PathBuf]) -> Option<Sources> {
         let mut entries: Vec<(PathBuf, PathBuf)> = Vec::new();

@@ -105,25 +105,18 @@ pub struct Workspace {
 impl Workspace {
     /// No workspace: `get-directories` answers nothing.
     pub fn none() -> Workspace {
-        Workspace {
-            root: None,
-            view: View::Turn,
-            open: Arc::default(),
-            per_turn: OnceLock::new(),
-            trouble: OnceLock::new(),
-        }
+        Workspace::of(None, View::Turn)
     }
 
     /// The agent directory at `dir`, seen as `view` says.
     pub fn mount(dir: &std::path::Path, view: View) -> io::Result<Workspace> {
         let root = Dir::open_ambient_dir(dir, cap_std::ambient_authority())?;
-        Ok(Workspace {
-            root: Some(root),
-            view,
-            open: Arc::default(),
-            per_turn: OnceLock::new(),
-            trouble: OnceLock::new(),
-        })
+        Ok(Workspace::of(Some(root), view))
+    }
+
+    /// A call's workspace at `root`, nothing open or found yet.
+    fn of(root: Option<Dir>, view: View) -> Workspace {
+        Workspace { root, view, open: Arc::default(), per_turn: OnceLock::new(), trouble: OnceLock::new() }
     }
 
     fn stable(&self) -> bool {
