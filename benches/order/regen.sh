@@ -6,9 +6,12 @@
 # `proem --version` and `proem --help`. host/cli/build.rs links `proem` with
 # them first (lld's --symbol-ordering-file), so the pages of code a build
 # touches are few and together: see docs/PERFORMANCE.md ("Round three",
-# ninth session). Run it again after changing what a build runs; a stale
-# file only orders less (names it lists that the binary lacks are skipped).
-# Needs valgrind (apt-get install valgrind).
+# ninth and tenth sessions). `proem` is linked statically where glibc's
+# archives are installed, so the C library's functions are listed and laid
+# out too. Run it again after renaming what a build runs (an edit keeps the
+# names: proem-core and proem-cli are one codegen unit each); a stale file
+# only orders less, and host/cli/tests/link.rs fails when over 1% of its
+# Rust names are gone. Needs valgrind (apt-get install valgrind).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
