@@ -444,8 +444,9 @@ pub fn parse() -> Cli {
 }
 
 /// `proem`: `build` from the plugin answers kept on disk, everything else
-/// handed to [`FULL`] (see the module's documentation).
-pub fn front() -> ExitCode {
+/// handed to [`FULL`] (see the module's documentation). Gives the exit
+/// status.
+pub fn front() -> u8 {
     proem_core::allocator::tune();
     // Held back until this process is sure to answer: after a hand-over,
     // `proem-full` logs the same things itself.
@@ -462,7 +463,7 @@ pub fn front() -> ExitCode {
             }
             done => {
                 release_logs(true);
-                return finish(done);
+                return finish_status(done);
             }
         }
     } else {
@@ -473,11 +474,11 @@ pub fn front() -> ExitCode {
 
 /// Replaces this process with [`FULL`], same arguments, environment and
 /// standard streams (the process id, and so signals, stay the same).
-fn hand_over(full: Option<&Path>) -> ExitCode {
+fn hand_over(full: Option<&Path>) -> u8 {
     tracing::debug!("handing the command to {FULL}");
     let Some(full) = full else {
-        eprintln!("proem: error: cannot find where this executable is, to run {FULL} beside it");
-        return ExitCode::from(1);
+        say(format_args!("proem: error: cannot find where this executable is, to run {FULL} beside it"));
+        return 1;
     };
     let mut args = std::env::args_os();
     let mut command = std::process::Command::new(full);
@@ -488,18 +489,30 @@ fn hand_over(full: Option<&Path>) -> ExitCode {
     };
     #[cfg(not(unix))]
     let err = match command.args(args.skip(1)).status() {
-        Ok(status) => return ExitCode::from(status.code().map_or(1, |c| c as u8)),
+        Ok(status) => return status.code().map_or(1, |c| c as u8),
         Err(e) => e,
     };
-    eprintln!(
+    say(format_args!(
         "proem: error: cannot start {}: {err}; proem runs plugins with it (cargo build and cargo install put it beside proem)",
         full.display()
-    );
-    ExitCode::from(1)
+    ));
+    1
+}
+
+/// One line on stderr; a stderr that cannot be written is ignored (never a
+/// panic, as `eprintln!` would).
+fn say(line: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
 /// Prints a command's output, or its error, and gives the exit status.
 pub fn finish(done: Result<Output, CliError>) -> ExitCode {
+    ExitCode::from(finish_status(done))
+}
+
+/// [`finish`], the exit status as a number.
+fn finish_status(done: Result<Output, CliError>) -> u8 {
     use std::io::Write;
     match done {
         Ok(Output { text, failure, warnings }) => {
@@ -508,18 +521,25 @@ pub fn finish(done: Result<Output, CliError>) -> ExitCode {
                 let _ = writeln!(stderr, "{line}");
             }
             drop(stderr);
-            print!("{text}");
+            // A stdout that cannot take it all (a reader that stopped: a
+            // broken pipe; a full disk) fails the command with its reason,
+            // never a panic (`print!`'s).
+            let mut stdout = std::io::stdout().lock();
+            if let Err(e) = stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+                say(format_args!("proem: error: cannot write the output to stdout: {e}"));
+                return ExitStatus::Failed.code();
+            }
             match failure {
-                None => ExitCode::SUCCESS,
+                None => 0,
                 Some(why) => {
-                    eprintln!("proem: error: {why}");
-                    ExitCode::from(ExitStatus::Failed.code())
+                    say(format_args!("proem: error: {why}"));
+                    ExitStatus::Failed.code()
                 }
             }
         }
         Err(error) => {
-            eprintln!("proem: error: {error}");
-            ExitCode::from(error.exit_status().code())
+            say(format_args!("proem: error: {error}"));
+            error.exit_status().code()
         }
     }
 }

@@ -28,3 +28,73 @@ fn the_front_executable_answers_version_and_help_itself() {
         assert!(text.contains(command), "--help lists {command}: {text}");
     }
 }
+
+const MARLOW: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/marlow");
+
+/// `proem build examples/marlow` at a fixed moment, with its own cache
+/// folder.
+fn build_marlow(cache: &std::path::Path) -> Command {
+    let mut command = Command::new(FRONT);
+    command.args(["build", MARLOW, "--now", "2026-11-21T09:30:00Z"]).env("PROEM_CACHE_DIR", cache);
+    command
+}
+
+/// A cache folder of this test's own, made as proem wants it (0700).
+fn cache_folder(name: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let folder = std::env::temp_dir().join(format!("proem-front-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&folder);
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o700)).unwrap();
+    folder
+}
+
+/// The front starts without Rust's start-up (host/cli/src/main.rs), so it
+/// opens closed standard streams on /dev/null itself (the rule's own test is
+/// in main.rs: which descriptor is what). End to end: with all three
+/// closed, the cold build (handed to proem-full) and the warm one (the
+/// front's) both succeed, and a build after them prints what a build with
+/// no cache at all prints.
+#[test]
+fn closed_standard_streams_are_opened_on_dev_null_before_anything_else() {
+    use std::os::unix::process::CommandExt;
+    let cache = cache_folder("closed");
+    for round in ["cold (proem-full)", "warm (the front)"] {
+        let mut command = build_marlow(&cache);
+        // SAFETY: between fork and exec, only close(2), async-signal-safe.
+        unsafe {
+            command.pre_exec(|| {
+                for fd in 0..3 {
+                    libc::close(fd);
+                }
+                Ok(())
+            });
+        }
+        let status = command.status().unwrap();
+        assert_eq!(status.code(), Some(0), "{round} build with stdin, stdout and stderr closed: {status:?}");
+    }
+    let warm = build_marlow(&cache).output().unwrap();
+    let fresh = build_marlow(std::path::Path::new("")).output().unwrap();
+    assert!(warm.status.success() && fresh.status.success(), "{warm:?} {fresh:?}");
+    assert_eq!(warm.stdout, fresh.stdout, "the cache the closed-stream builds left changed the prompt");
+    assert!(!warm.stdout.is_empty());
+    let _ = std::fs::remove_dir_all(&cache);
+}
+
+/// A reader that stopped before the prompt was written (a closed pipe) makes
+/// the build fail with the reason on stderr: not a panic, and not a death by
+/// SIGPIPE (the front ignores it itself, as Rust's start-up would).
+#[test]
+fn a_closed_pipe_on_stdout_is_an_error_not_a_panic_nor_a_signal() {
+    let cache = cache_folder("pipe");
+    for round in ["cold (proem-full)", "warm (the front)"] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let done = build_marlow(&cache).stdout(writer).output().unwrap();
+        let stderr = String::from_utf8_lossy(&done.stderr);
+        assert_eq!(done.status.code(), Some(1), "{round}: {:?}, stderr: {stderr}", done.status);
+        assert!(stderr.contains("proem: error: cannot write the output to stdout"), "{round}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{round}: {stderr}");
+    }
+    let _ = std::fs::remove_dir_all(&cache);
+}
