@@ -10,7 +10,7 @@
 # archives are installed, so the C library's functions are listed and laid
 # out too. Run it again after renaming what a build runs (an edit keeps the
 # names: proem-core and proem-cli are one codegen unit each); a stale file
-# only orders less, and host/cli/tests/link.rs fails when over 1% of its
+# only orders less, and host/cli/tests/link.rs fails when over 3% of its
 # Rust names are gone. Needs valgrind (apt-get install valgrind).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)

@@ -527,6 +527,10 @@ proptest::proptest! {
         let assembler = agent.assembler();
         let mut uncached = agent.assembler();
         uncached.set_caching(Caching::NONE);
+        // What `proem build` makes for text: one-build caches, the report cut.
+        let mut printed = agent.assembler();
+        printed.set_caching(Caching::ONE_BUILD);
+        printed.set_prompt_only(true);
         for (i, (mode, budget, edit)) in steps.into_iter().enumerate() {
             if let Some((file, text, len)) = edit {
                 match file {
@@ -549,6 +553,8 @@ proptest::proptest! {
                 (Ok(built), Ok(expected)) => {
                     proptest::prop_assert_eq!(&built.prompt, &expected.prompt, "step {}", i);
                     proptest::prop_assert_eq!(&built.files, &expected.files, "step {}", i);
+                    let text = printed.build(&turn).expect("the same turn builds with the report cut");
+                    proptest::prop_assert_eq!(what_is_printed(&text), what_is_printed(&expected), "step {} (prompt only)", i);
                 }
                 (Err(a), Err(b)) => proptest::prop_assert_eq!(a.to_string(), b.to_string()),
                 (a, b) => proptest::prop_assert!(false, "step {i}: {:?} vs {:?}", a.map(|b| b.prompt), b.map(|b| b.prompt)),
@@ -566,6 +572,21 @@ fn comparable(built: &proem::Built) -> serde_json::Value {
         p["remembered"] = false.into();
     }
     v
+}
+
+/// What `proem build` prints of a build as text, and what decides its exit
+/// (`--strict`): the prompt and its parts, every diagnostic, each plugin's
+/// status, the total and stable token counts.
+fn what_is_printed(built: &proem::Built) -> serde_json::Value {
+    let v = comparable(built);
+    let statuses: Vec<&serde_json::Value> =
+        v["plugins"].as_array().into_iter().flatten().map(|p| &p["status"]).collect();
+    serde_json::json!({
+        "prompt": built.prompt, "stable": &*built.stable, "dynamic": built.dynamic, "session": built.session,
+        "turn_context": built.turn_context, "mode": v["mode"], "tokenizer": built.tokenizer,
+        "diagnostics": v["diagnostics"], "plugins": statuses,
+        "total": built.tokens.total, "stable_tokens": built.tokens.stable,
+    })
 }
 
 /// Changes one field of `turn`, picked by `field`, to a value picked by
@@ -696,6 +717,10 @@ proptest::proptest! {
         // What `proem build` uses: only the caches with a half on disk.
         let mut one_build = agent.assembler();
         one_build.set_caching(Caching::ONE_BUILD);
+        // And what `proem build` (text) makes: the report cut to the printed part.
+        let mut printed = agent.assembler();
+        printed.set_caching(Caching::ONE_BUILD);
+        printed.set_prompt_only(true);
         let mut turn = Turn { now: Some(proem_core::turn::parse_now("2026-03-07T22:30:00Z").unwrap()), ..Turn::default() };
         for (i, (field, pick)) in changes.into_iter().enumerate() {
             change_one_field(&mut turn, field, pick);
@@ -705,6 +730,8 @@ proptest::proptest! {
                     proptest::prop_assert_eq!(&built.stable_hash, &expected.stable_hash, "step {}", i);
                     let once = one_build.build(&turn).expect("the same turn builds with the one-build caches");
                     proptest::prop_assert_eq!(comparable(&once), comparable(&expected), "step {} (one build)", i);
+                    let text = printed.build(&turn).expect("the same turn builds with the report cut");
+                    proptest::prop_assert_eq!(what_is_printed(&text), what_is_printed(&expected), "step {} (prompt only)", i);
                 }
                 (Err(a), Err(b)) => proptest::prop_assert_eq!(a.to_string(), b.to_string()),
                 (a, b) => proptest::prop_assert!(false, "step {i}: {:?} vs {:?}", a.map(|b| b.prompt), b.map(|b| b.prompt)),

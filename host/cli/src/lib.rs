@@ -613,6 +613,10 @@ pub fn build_command(
     proem_core::parallel::set_reader_thread(false);
     let mut assembler = Assembler::open_with(&turn.agent_dir, turn.config.as_deref(), runtime)?;
     assembler.set_caching(proem_core::memo::Caching::ONE_BUILD);
+    // Text prints the prompt and the problems only: the rest of the report
+    // (the stable part's SHA-256, each section's tokens, the stable-input
+    // rows) is not made.
+    assembler.set_prompt_only(format == Format::Text);
     let (built, text) = proem_core::request::build(&assembler, &request)?;
     let warnings = if quiet { Vec::new() } else { diagnostics::stderr_lines(&built) };
     // One command runs per process, and the process ends next: the exit

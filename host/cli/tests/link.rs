@@ -156,10 +156,13 @@ fn the_front_is_a_static_pie_where_glibcs_static_archives_are_installed() {
 
 /// A name proem.order lists that `proem` does not define is code a build
 /// runs that lld leaves where it was, so each costs up to 64 KB of peak RSS
-/// (the kernel maps code around each page touched). Names change when a hot
-/// function is renamed or its generic arguments change (proem-core and
-/// proem-cli are one codegen unit each, so an edit does not rename their
-/// local functions); then benches/order/regen.sh writes the file again.
+/// (the kernel maps code around each page touched), unless it is gone
+/// because it is now inlined into its callers (then its code moves with
+/// them). Names change when a hot function is renamed or its generic
+/// arguments change (proem-core and proem-cli are one codegen unit each,
+/// so an edit does not rename their local functions); an edit moves a
+/// percent or two of them in or out of line. Over 3%,
+/// benches/order/regen.sh writes the file again.
 #[test]
 fn the_hot_code_order_names_functions_the_front_still_defines() {
     if !linked_by_build_rs() {
@@ -173,7 +176,7 @@ fn the_hot_code_order_names_functions_the_front_still_defines() {
     let defined = Elf::read(PROEM).defined_symbols();
     let missing: Vec<&&str> = rust.iter().filter(|name| !defined.contains(**name)).collect();
     assert!(
-        missing.len() * 100 <= rust.len(),
+        missing.len() * 100 <= rust.len() * 3,
         "{} of the {} Rust functions host/cli/proem.order lists are not in {PROEM}, so lld cannot lay them out with \
          the rest: run benches/order/regen.sh (needs valgrind) and commit the file. (Built with `-p proem-cli` alone, \
          the dependencies get other features and other names: the README's commands build the workspace.) \

@@ -33,6 +33,8 @@ pub struct Assembler {
     pub(crate) config_found: bool,
     pub(crate) plugins: PluginSet,
     pub(crate) caching: Caching,
+    /// See [`Assembler::set_prompt_only`].
+    pub(crate) prompt_only: bool,
     /// Remembered builds, shared: a hit hands out the same one
     /// ([`Assembler::memoised_shared`]) or a copy ([`Assembler::build`]).
     pub(crate) memo: Lock<BuildMemo<Arc<Remembered>>>,
@@ -163,6 +165,7 @@ impl Assembler {
             config_found,
             plugins,
             caching: Caching::default(),
+            prompt_only: false,
             memo: Lock::default(),
             stable_hash: LastValue::default(),
             prepared_tools: LastValue::default(),
@@ -186,6 +189,21 @@ impl Assembler {
         }
         *self.memo.get_mut() = BuildMemo::default();
         *self.workspace_reads.get_mut() = None;
+    }
+
+    /// With `on`, builds report only what `proem build` prints as text: the
+    /// prompt and its parts (`stable`, `dynamic`, the session block, the
+    /// turn context), the mode, the tokenizer, the plugins' statuses, every
+    /// diagnostic and the total and stable token counts. Left empty:
+    /// `stable_hash`, `sections`, `stable_inputs`, `files`, `file_details`,
+    /// `left_out`, and the dynamic and tool-schema token counts, which take
+    /// a tenth of a warm one-shot build to make (hashing the stable part,
+    /// counting each section, the stable-input rows). The prompt is the same
+    /// bytes either way. For a process that prints one text build and ends
+    /// (the `proem` front); off by default. Forgets the remembered builds.
+    pub fn set_prompt_only(&mut self, on: bool) {
+        self.prompt_only = on;
+        *self.memo.get_mut() = BuildMemo::default();
     }
 
     /// What is kept between builds.

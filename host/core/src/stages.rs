@@ -486,7 +486,8 @@ impl Assembler {
     }
 
     /// Stage 6, the report: the prompt and what made it (sections, files,
-    /// plugins, tokens, diagnostics).
+    /// plugins, tokens, diagnostics). With [`Assembler::set_prompt_only`],
+    /// the parts that are only reported ([`Details`]) are left empty.
     pub(crate) fn report(
         &self,
         fitted: Fitted,
@@ -496,10 +497,10 @@ impl Assembler {
         counter: &TokenCounter,
         mut diagnostics: Vec<Diagnostic>,
     ) -> Built {
-        let layout = self.config.layout().mode(resolved.mode);
-        let file_tokens = self.file_tokens_of(&fitted.render.files, counter);
-        let count = |k: usize| *file_tokens[k].get_or_init(|| counter.count_kept(&fitted.render.files[k].text));
-        let (files, file_details) = file_reports(&fitted, inputs, &run, count, layout);
+        let details = match self.prompt_only {
+            true => Details::default(),
+            false => self.details(&fitted, inputs, resolved, &run, counter),
+        };
         // Cuts by the file caps (the budget's own are reported with it).
         for injected in fitted.render.files.iter() {
             let Some(cap) = injected.cut_by.filter(|c| *c != crate::bootstrap::Cap::Budget) else { continue };
@@ -515,32 +516,28 @@ impl Assembler {
             .iter()
             .map(|p| run.reports.remove(&p.id).unwrap_or_else(|| PluginReport::new(&p.id, p.status())))
             .collect();
-        let sections = self.section_reports(&fitted, &run, counter);
-        let left_out = left_out(&fitted, self.config.layout(), layout);
-        let workspace_rows = self.workspace_rows((
-            fitted.render.files.clone(),
-            inputs.stable.tools.clone(),
-            inputs.stable.skills.clone(),
-        ));
-        let stable_inputs = self.stable_inputs_of(&sections, workspace_rows);
         let joined = fitted.joined;
-        let tokens = TokenReport {
-            total: fitted.total_tokens,
-            stable: fitted.stable_tokens,
-            dynamic: counter.count(&joined.dynamic),
-            budget: resolved.budget_tokens,
-            tool_schemas: match self.config.tools.native_calling {
-                true => counter.count_kept(&self.native_schemas_of(&inputs.stable.tools)),
-                false => 0,
-            },
+        let dynamic_tokens = match self.prompt_only {
+            true => 0,
+            false => counter.count(&joined.dynamic),
         };
         if self.caching.token_counts {
             crate::tokens::after_build(counter);
         }
         Built {
-            stable_hash: match self.caching.token_counts {
-                true => self.stable_hash.get_or_compute(fitted.stable_xxh3, || sha256_hex(joined.stable.as_bytes())),
-                false => sha256_hex(joined.stable.as_bytes()),
+            stable_hash: match (self.prompt_only, self.caching.token_counts) {
+                (true, _) => String::new(),
+                (false, true) => {
+                    self.stable_hash.get_or_compute(fitted.stable_xxh3, || sha256_hex(joined.stable.as_bytes()))
+                }
+                (false, false) => sha256_hex(joined.stable.as_bytes()),
+            },
+            tokens: TokenReport {
+                total: fitted.total_tokens,
+                stable: fitted.stable_tokens,
+                dynamic: dynamic_tokens,
+                budget: resolved.budget_tokens,
+                tool_schemas: details.tool_schemas,
             },
             prompt: joined.prompt,
             stable: joined.stable,
@@ -554,14 +551,45 @@ impl Assembler {
             mode: resolved.mode,
             tokenizer: resolved.tokenizer.name().to_string(),
             exact: resolved.tokenizer_exact,
-            tokens,
-            sections,
-            stable_inputs,
-            files,
+            sections: details.sections,
+            stable_inputs: details.stable_inputs,
+            files: details.files,
             plugins,
             diagnostics,
+            file_details: details.file_details,
+            left_out: details.left_out,
+        }
+    }
+
+    /// What the report says about the prompt beyond the prompt itself.
+    fn details(
+        &self,
+        fitted: &Fitted,
+        inputs: &CoreInputs,
+        resolved: &Resolved,
+        run: &BuildRun,
+        counter: &TokenCounter,
+    ) -> Details {
+        let layout = self.config.layout().mode(resolved.mode);
+        let file_tokens = self.file_tokens_of(&fitted.render.files, counter);
+        let count = |k: usize| *file_tokens[k].get_or_init(|| counter.count_kept(&fitted.render.files[k].text));
+        let (files, file_details) = file_reports(fitted, inputs, run, count, layout);
+        let sections = self.section_reports(fitted, run, counter);
+        let workspace_rows = self.workspace_rows((
+            fitted.render.files.clone(),
+            inputs.stable.tools.clone(),
+            inputs.stable.skills.clone(),
+        ));
+        Details {
+            stable_inputs: self.stable_inputs_of(&sections, workspace_rows),
+            sections,
+            files,
             file_details,
-            left_out,
+            left_out: left_out(fitted, self.config.layout(), layout),
+            tool_schemas: match self.config.tools.native_calling {
+                true => counter.count_kept(&self.native_schemas_of(&inputs.stable.tools)),
+                false => 0,
+            },
         }
     }
 
@@ -586,6 +614,18 @@ impl Assembler {
             })
             .collect()
     }
+}
+
+/// The parts of a report that say what made the prompt, not the prompt:
+/// empty with [`Assembler::set_prompt_only`].
+#[derive(Default)]
+struct Details {
+    sections: Vec<SectionReport>,
+    stable_inputs: std::sync::Arc<[crate::report::StableInput]>,
+    files: Vec<crate::report::FileReport>,
+    file_details: Vec<crate::report::FileDetail>,
+    left_out: Vec<crate::report::LeftOut>,
+    tool_schemas: usize,
 }
 
 /// Each file the build loaded, and what became of it: its sizes, whether

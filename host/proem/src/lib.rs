@@ -118,6 +118,15 @@ impl Assembler {
         self.inner.set_caching(caching)
     }
 
+    /// With `on`, builds report only the prompt and its parts, the mode, the
+    /// plugins' statuses, every diagnostic and the total and stable token
+    /// counts: what `proem build` prints as text. The rest of the report
+    /// (`stable_hash`, `sections`, `stable_inputs`, `files`, …) is left
+    /// empty, and not made. Off by default; the prompt is the same bytes.
+    pub fn set_prompt_only(&mut self, on: bool) {
+        self.inner.set_prompt_only(on)
+    }
+
     /// What is kept between builds.
     pub fn caching(&self) -> Caching {
         self.inner.caching()
