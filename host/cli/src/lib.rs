@@ -438,9 +438,67 @@ pub fn numeric_flags() -> Vec<(Vec<String>, String)> {
 /// The executable `proem` hands commands to, beside it.
 pub const FULL: &str = "proem-full";
 
-/// The command line of this process (exits with usage on a bad one).
+/// The command line of this process (exits with usage on a bad one, 2).
+/// `--help` and `--version` print through [`write_stdout`], so a stdout that
+/// cannot take them fails (exit 1) as any command's output does.
 pub fn parse() -> Cli {
-    Cli::parse()
+    match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if matches!(e.kind(), clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion) => {
+            // Styled on a terminal, as clap prints it (NO_COLOR honoured).
+            let styled = std::io::IsTerminal::is_terminal(&std::io::stdout())
+                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+            let text = if styled { e.render().ansi().to_string() } else { e.render().to_string() };
+            std::process::exit(match write_stdout(text.as_bytes()) {
+                Ok(()) => 0,
+                Err(e) => {
+                    say(format_args!("proem: error: cannot write the output to stdout: {e}"));
+                    i32::from(ExitStatus::Failed.code())
+                }
+            })
+        }
+        Err(e) => e.exit(),
+    }
+}
+
+/// Writes all of `bytes` to stdout and flushes it. A stdout left
+/// non-blocking by whoever opened it (a pipe shared with a Node.js parent)
+/// is waited on until it takes more (`poll`), not given up on at the first
+/// `EAGAIN`: the reader is slow, not gone.
+pub fn write_stdout(bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::{ErrorKind, Write};
+    let mut stdout = std::io::stdout().lock();
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        match stdout.write(rest) {
+            Ok(0) => return Err(ErrorKind::WriteZero.into()),
+            Ok(n) => rest = &rest[n..],
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == ErrorKind::WouldBlock => wait_until_writable(),
+            Err(e) => return Err(e),
+        }
+    }
+    loop {
+        match stdout.flush() {
+            Err(e) if e.kind() == ErrorKind::WouldBlock => wait_until_writable(),
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            done => return done,
+        }
+    }
+}
+
+/// Blocks until stdout can take more bytes (or has an error, which the next
+/// write reports).
+fn wait_until_writable() {
+    #[cfg(target_os = "linux")]
+    {
+        let mut out = libc::pollfd { fd: 1, events: libc::POLLOUT, revents: 0 };
+        // SAFETY: poll reads and writes the one entry it is given; -1 waits
+        // for as long as the reader takes, as a blocking write would.
+        unsafe { libc::poll(&mut out, 1, -1) };
+    }
+    #[cfg(not(target_os = "linux"))]
+    std::thread::sleep(std::time::Duration::from_millis(1));
 }
 
 /// `proem`: `build` from the plugin answers kept on disk, everything else
@@ -451,7 +509,7 @@ pub fn front() -> u8 {
     // Held back until this process is sure to answer: after a hand-over,
     // `proem-full` logs the same things itself.
     init_logging(Logs::HeldBack);
-    let cli = Cli::parse();
+    let cli = parse();
     let full = std::env::current_exe().ok().map(|exe| exe.with_file_name(FULL));
     if let Command::Build { turn, format, strict, quiet } = &cli.command {
         // 'static: the plugins keep their runtime; one per process.
@@ -524,8 +582,7 @@ fn finish_status(done: Result<Output, CliError>) -> u8 {
             // A stdout that cannot take it all (a reader that stopped: a
             // broken pipe; a full disk) fails the command with its reason,
             // never a panic (`print!`'s).
-            let mut stdout = std::io::stdout().lock();
-            if let Err(e) = stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+            if let Err(e) = write_stdout(text.as_bytes()) {
                 say(format_args!("proem: error: cannot write the output to stdout: {e}"));
                 return ExitStatus::Failed.code();
             }

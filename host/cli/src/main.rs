@@ -9,9 +9,9 @@
 //! round three, tenth session). What that start-up does that a command
 //! line needs, `main` does: standard streams that were closed are opened on
 //! /dev/null (so no file proem opens becomes its stdout), SIGPIPE is
-//! ignored (a closed pipe is an error on write), a panic exits with 101,
-//! and stdout is flushed before the exit. A stack overflow ends the process
-//! with SIGSEGV, without Rust's one-line message.
+//! ignored (a closed pipe is an error on write), a panic exits with 101, a
+//! stack overflow prints one line and aborts, and stdout is flushed before
+//! the exit.
 
 #![cfg_attr(all(target_os = "linux", not(test)), no_main)]
 
@@ -25,6 +25,7 @@ fn main() -> std::process::ExitCode {
 extern "C" fn main(_argc: std::ffi::c_int, _argv: *const *const std::ffi::c_char) -> std::ffi::c_int {
     use std::io::Write;
     standard_streams_open();
+    say_so_on_stack_overflow();
     // SAFETY: setting SIGPIPE's disposition to "ignore" before any thread
     // starts, as Rust's own start-up does.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
@@ -37,6 +38,45 @@ extern "C" fn main(_argc: std::ffi::c_int, _argv: *const *const std::ffi::c_char
         return 1;
     }
     status
+}
+
+/// The signal stack [`say_so_on_stack_overflow`]'s handler runs on (in
+/// .bss: no page of it is touched unless the handler runs).
+#[cfg(all(target_os = "linux", not(test)))]
+static mut SIGNAL_STACK: [u8; SIGNAL_STACK_BYTES] = [0; SIGNAL_STACK_BYTES];
+
+#[cfg(all(target_os = "linux", not(test)))]
+const SIGNAL_STACK_BYTES: usize = 16 * 1024;
+
+/// A stack overflow (SIGSEGV or SIGBUS: safe Rust has no other cause)
+/// prints one line and aborts, as Rust's start-up would have arranged
+/// (its own handler needs the stack's bounds, read from /proc/self/maps:
+/// the cost this start-up avoids), so `proem` and `proem-full` end alike.
+#[cfg(all(target_os = "linux", not(test)))]
+fn say_so_on_stack_overflow() {
+    extern "C" fn on_fault(_: std::ffi::c_int) {
+        const LINE: &[u8] = b"proem: error: the process ran out of stack (raise `ulimit -s`), aborting\n";
+        // SAFETY: write(2) and abort(3) are async-signal-safe.
+        unsafe {
+            libc::write(2, LINE.as_ptr().cast(), LINE.len());
+            libc::abort();
+        }
+    }
+    // SAFETY: the signal stack is a static only this handler uses; the
+    // handler runs on it, calls only async-signal-safe functions and never
+    // returns.
+    unsafe {
+        let stack = libc::stack_t { ss_sp: (&raw mut SIGNAL_STACK).cast(), ss_flags: 0, ss_size: SIGNAL_STACK_BYTES };
+        if libc::sigaltstack(&stack, std::ptr::null_mut()) != 0 {
+            return;
+        }
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = on_fault as extern "C" fn(std::ffi::c_int) as usize;
+        action.sa_flags = libc::SA_ONSTACK;
+        libc::sigemptyset(&mut action.sa_mask);
+        libc::sigaction(libc::SIGSEGV, &action, std::ptr::null_mut());
+        libc::sigaction(libc::SIGBUS, &action, std::ptr::null_mut());
+    }
 }
 
 /// Opens /dev/null on each of the standard descriptors (0, 1, 2) that is

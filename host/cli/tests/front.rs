@@ -98,3 +98,90 @@ fn a_closed_pipe_on_stdout_is_an_error_not_a_panic_nor_a_signal() {
     }
     let _ = std::fs::remove_dir_all(&cache);
 }
+
+/// A stdout pipe left non-blocking by whoever made it (Node.js does, for a
+/// child's pipes) and read slowly: the build waits for the reader instead of
+/// failing at the first `EAGAIN` with half a prompt. The pipe holds 4 KiB, so
+/// every build here fills it many times before the reader starts.
+#[test]
+fn a_non_blocking_stdout_read_slowly_gets_the_whole_output() {
+    use std::io::Read;
+    use std::os::fd::AsRawFd;
+    let cache = cache_folder("nonblocking");
+    let expected = build_marlow(&cache).output().unwrap();
+    assert!(expected.status.success() && expected.stdout.len() > 16 * 1024, "{expected:?}");
+    for round in ["cold (proem-full)", "warm (the front)", "json"] {
+        if round == "cold (proem-full)" {
+            let _ = std::fs::remove_dir_all(&cache);
+            let _ = cache_folder("nonblocking");
+        }
+        let (mut reader, writer) = std::io::pipe().unwrap();
+        // SAFETY: fcntl on a descriptor this test owns.
+        unsafe {
+            assert!(libc::fcntl(writer.as_raw_fd(), libc::F_SETPIPE_SZ, 4096) >= 4096);
+            let flags = libc::fcntl(writer.as_raw_fd(), libc::F_GETFL);
+            assert_eq!(libc::fcntl(writer.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK), 0);
+        }
+        let mut command = build_marlow(&cache);
+        if round == "json" {
+            command.args(["--format", "json"]);
+        }
+        let child = command.stdout(writer).stderr(std::process::Stdio::piped()).spawn().unwrap();
+        drop(command);
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let mut got = Vec::new();
+        reader.read_to_end(&mut got).unwrap();
+        let done = child.wait_with_output().unwrap();
+        assert_eq!(done.status.code(), Some(0), "{round}: {}", String::from_utf8_lossy(&done.stderr));
+        if round != "json" {
+            assert_eq!(got, expected.stdout, "{round}: {} of {} bytes", got.len(), expected.stdout.len());
+        } else {
+            let report: serde_json::Value = serde_json::from_slice(&got).expect("the whole JSON report");
+            assert_eq!(report["prompt"].as_str().map(|p| format!("{p}\n").into_bytes()), Some(expected.stdout.clone()));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&cache);
+}
+
+/// `--help` and `--version` fail as any output does when stdout cannot
+/// take them (a full disk), instead of exiting 0 with nothing written.
+#[test]
+fn help_and_version_fail_when_stdout_cannot_take_them() {
+    for args in [&["--help"][..], &["--version"], &["build", "--help"], &["help"]] {
+        let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+        let done = Command::new(FRONT).args(args).stdout(full).output().unwrap();
+        let stderr = String::from_utf8_lossy(&done.stderr);
+        assert_eq!(done.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(stderr.contains("cannot write the output to stdout"), "{args:?}: {stderr}");
+    }
+}
+
+/// A stack too small for a build ends both executables alike: one line on
+/// stderr that says so, then SIGABRT (Rust's start-up arranges it in
+/// proem-full; the front's own `main` does, without reading the stack's
+/// bounds), never a silent SIGSEGV.
+#[test]
+fn a_stack_overflow_says_so_and_aborts_in_both_executables() {
+    use std::os::unix::process::{CommandExt, ExitStatusExt};
+    let cache = cache_folder("stack");
+    assert!(build_marlow(&cache).status().unwrap().success(), "a warm-up build");
+    for round in ["warm (the front)", "no cache (proem-full)"] {
+        let mut command = build_marlow(&cache);
+        if round.starts_with("no cache") {
+            command.env("PROEM_CACHE_DIR", "");
+        }
+        // SAFETY: between fork and exec, only setrlimit(2), async-signal-safe.
+        unsafe {
+            command.pre_exec(|| {
+                let small = libc::rlimit { rlim_cur: 32 * 1024, rlim_max: libc::RLIM_INFINITY };
+                libc::setrlimit(libc::RLIMIT_STACK, &small);
+                Ok(())
+            });
+        }
+        let done = command.output().unwrap();
+        let stderr = String::from_utf8_lossy(&done.stderr);
+        assert_eq!(done.status.signal(), Some(libc::SIGABRT), "{round}: {:?} {stderr}", done.status);
+        assert!(stderr.contains("stack"), "{round}: {stderr}");
+    }
+    let _ = std::fs::remove_dir_all(&cache);
+}

@@ -26,12 +26,14 @@
 //!   never foreign native code.
 //!
 //! Location: `$PROEM_CACHE_DIR` (empty: no disk cache), else
-//! `$XDG_CACHE_HOME/proem/components`, else `~/.cache/proem/components`.
+//! `$XDG_CACHE_HOME/proem/components`, else `~/.cache/proem/components` (an
+//! `XDG_CACHE_HOME` or `HOME` that is not an absolute path is ignored).
 
 use crate::sync::Lock;
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use sha2::{Digest, Sha256};
+use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -71,13 +73,21 @@ pub struct Entry {
 /// made its own (`proem/` of the default location); `None` when caching
 /// is off (`PROEM_CACHE_DIR=""`) or no location is known.
 fn default_location() -> Option<(PathBuf, usize)> {
-    if let Some(dir) = std::env::var_os("PROEM_CACHE_DIR") {
+    let var = std::env::var_os;
+    location(var("PROEM_CACHE_DIR"), var("XDG_CACHE_HOME"), var("HOME"))
+}
+
+/// [`default_location`] from `$PROEM_CACHE_DIR`, `$XDG_CACHE_HOME` and
+/// `$HOME`. A relative `XDG_CACHE_HOME` or `HOME` is ignored, as the XDG
+/// base directory specification says: it would put the cache under the
+/// current directory, which may be an agent folder (proem writes nothing
+/// there). `PROEM_CACHE_DIR` is taken as given: the user names it.
+fn location(proem: Option<OsString>, xdg: Option<OsString>, home: Option<OsString>) -> Option<(PathBuf, usize)> {
+    if let Some(dir) = proem {
         return (!dir.is_empty()).then(|| (PathBuf::from(dir), 0));
     }
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .filter(|d| !d.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").filter(|h| !h.is_empty()).map(|h| PathBuf::from(h).join(".cache")))?;
+    let absolute = |dir: OsString| Some(PathBuf::from(dir)).filter(|d| d.is_absolute());
+    let base = xdg.and_then(absolute).or_else(|| home.and_then(absolute).map(|h| h.join(".cache")))?;
     Some((base.join("proem").join("components"), 1))
 }
 
@@ -399,6 +409,34 @@ fn check_name(name: &str) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The cache is under `$XDG_CACHE_HOME` or `$HOME/.cache` only when that
+    /// path is absolute: a relative one would be the current directory's
+    /// (an agent folder, maybe). Every combination of the three variables.
+    #[test]
+    fn the_default_location_is_never_relative_unless_proem_cache_dir_says_so() {
+        let values = [None, Some(""), Some("relative/x"), Some("./x"), Some("/abs/xdg"), Some("/abs/home")];
+        for proem in [None, Some(""), Some("given/dir")] {
+            for xdg in values {
+                for home in values {
+                    let os = |v: Option<&str>| v.map(OsString::from);
+                    let got = location(os(proem), os(xdg), os(home));
+                    match proem {
+                        Some("") => assert_eq!(got, None),
+                        Some(dir) => assert_eq!(got, Some((PathBuf::from(dir), 0))),
+                        None => {
+                            let base = xdg
+                                .filter(|x| x.starts_with('/'))
+                                .map(PathBuf::from)
+                                .or_else(|| home.filter(|h| h.starts_with('/')).map(|h| Path::new(h).join(".cache")));
+                            assert_eq!(got, base.map(|b| (b.join("proem/components"), 1)), "{xdg:?} {home:?}");
+                            assert!(got.as_ref().is_none_or(|(p, _)| p.is_absolute()), "{got:?}");
+                        }
+                    }
+                }
+            }
+        }
+    }
     use std::os::unix::fs::PermissionsExt;
 
     fn hex(bytes: &[u8]) -> String {
