@@ -23,6 +23,8 @@ pub mod agent_dir;
 pub mod diagnostics;
 pub mod diff;
 pub mod inspect;
+pub mod output;
+use output::{say, write_stdout};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -461,50 +463,11 @@ pub fn parse() -> Cli {
     }
 }
 
-/// Writes all of `bytes` to stdout and flushes it. A stdout left
-/// non-blocking by whoever opened it (a pipe shared with a Node.js parent)
-/// is waited on until it takes more (`poll`), not given up on at the first
-/// `EAGAIN`: the reader is slow, not gone.
-pub fn write_stdout(bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::{ErrorKind, Write};
-    let mut stdout = std::io::stdout().lock();
-    let mut rest = bytes;
-    while !rest.is_empty() {
-        match stdout.write(rest) {
-            Ok(0) => return Err(ErrorKind::WriteZero.into()),
-            Ok(n) => rest = &rest[n..],
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(e) if e.kind() == ErrorKind::WouldBlock => wait_until_writable(),
-            Err(e) => return Err(e),
-        }
-    }
-    loop {
-        match stdout.flush() {
-            Err(e) if e.kind() == ErrorKind::WouldBlock => wait_until_writable(),
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            done => return done,
-        }
-    }
-}
-
-/// Blocks until stdout can take more bytes (or has an error, which the next
-/// write reports).
-fn wait_until_writable() {
-    #[cfg(target_os = "linux")]
-    {
-        let mut out = libc::pollfd { fd: 1, events: libc::POLLOUT, revents: 0 };
-        // SAFETY: poll reads and writes the one entry it is given; -1 waits
-        // for as long as the reader takes, as a blocking write would.
-        unsafe { libc::poll(&mut out, 1, -1) };
-    }
-    #[cfg(not(target_os = "linux"))]
-    std::thread::sleep(std::time::Duration::from_millis(1));
-}
-
 /// `proem`: `build` from the plugin answers kept on disk, everything else
 /// handed to [`FULL`] (see the module's documentation). Gives the exit
 /// status.
 pub fn front() -> u8 {
+    output::ignore_file_size_signal();
     proem_core::allocator::tune();
     // Held back until this process is sure to answer: after a hand-over,
     // `proem-full` logs the same things itself.
@@ -557,13 +520,6 @@ fn hand_over(full: Option<&Path>) -> u8 {
     1
 }
 
-/// One line on stderr; a stderr that cannot be written is ignored (never a
-/// panic, as `eprintln!` would).
-fn say(line: std::fmt::Arguments<'_>) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr().lock(), "{line}");
-}
-
 /// Prints a command's output, or its error, and gives the exit status.
 pub fn finish(done: Result<Output, CliError>) -> ExitCode {
     ExitCode::from(finish_status(done))
@@ -571,14 +527,14 @@ pub fn finish(done: Result<Output, CliError>) -> ExitCode {
 
 /// [`finish`], the exit status as a number.
 fn finish_status(done: Result<Output, CliError>) -> u8 {
-    use std::io::Write;
     match done {
         Ok(Output { text, failure, warnings }) => {
-            let mut stderr = std::io::stderr().lock();
+            let mut lines = String::new();
             for line in &warnings {
-                let _ = writeln!(stderr, "{line}");
+                lines.push_str(line);
+                lines.push('\n');
             }
-            drop(stderr);
+            output::write_stderr(lines.as_bytes());
             // A stdout that cannot take it all (a reader that stopped: a
             // broken pipe; a full disk) fails the command with its reason,
             // never a panic (`print!`'s).
@@ -729,10 +685,9 @@ static HELD_LOGS: proem_core::sync::Lock<Option<Vec<u8>>> = proem_core::sync::Lo
 /// Prints the log lines held back (`print`) or drops them; later lines go
 /// straight to stderr.
 pub fn release_logs(print: bool) {
-    use std::io::Write;
     let held = HELD_LOGS.lock().take();
     if let (true, Some(held)) = (print, held) {
-        let _ = std::io::stderr().write_all(&held);
+        output::write_stderr(&held);
     }
 }
 
@@ -745,11 +700,12 @@ impl std::io::Write for LogWriter {
             held.extend_from_slice(buf);
             return Ok(buf.len());
         }
-        std::io::stderr().write(buf)
+        output::write_stderr(buf);
+        Ok(buf.len())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        std::io::stderr().flush()
+        Ok(())
     }
 }
 

@@ -22,6 +22,7 @@ fn main() -> ExitCode {
     if let Some(exe) = proem_wasm::compile::this_executable() {
         proem_wasm::compile::use_helper(exe);
     }
+    proem_cli::output::ignore_file_size_signal();
     proem_core::allocator::tune();
     let cli = proem_cli::parse();
     match &cli.command {
@@ -135,9 +136,13 @@ fn run(cli: Cli) -> Result<Output, CliError> {
             };
             let options = Options { source, listen, token_file, insecure, allow_hosts, limits, conn };
             proem_serve::run(options, |addr| {
-                use std::io::Write;
-                println!("listening on http://{addr}");
-                let _ = std::io::stdout().flush();
+                // The line a supervisor waits for: when it cannot be
+                // written, nobody learns the port, so the service stops
+                // before it takes a request.
+                if let Err(e) = proem_cli::output::write_stdout(format!("listening on http://{addr}\n").as_bytes()) {
+                    proem_cli::output::say(format_args!("proem: error: cannot write the output to stdout: {e}"));
+                    std::process::exit(1);
+                }
             })
             .map_err(|e| ProemError::input("serve", e))?;
             Ok(String::new().into())
@@ -186,7 +191,8 @@ fn run(cli: Cli) -> Result<Output, CliError> {
                 wasm,
                 build_timeout: Duration::from_secs(build_timeout),
             };
-            let ok = dev::run(&options, &mut std::io::stdout()).map_err(|e| ProemError::input("plugin dev", e))?;
+            let ok =
+                dev::run(&options, &mut proem_cli::output::Stdout).map_err(|e| ProemError::input("plugin dev", e))?;
             Ok(Output {
                 failure: (!ok).then(|| "plugin dev: the cycle failed (the problem is above)".to_string()),
                 ..Output::default()
