@@ -24,7 +24,7 @@ pub mod diagnostics;
 pub mod diff;
 pub mod inspect;
 pub mod output;
-use output::{say, write_stdout};
+use output::say;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -441,7 +441,7 @@ pub fn numeric_flags() -> Vec<(Vec<String>, String)> {
 pub const FULL: &str = "proem-full";
 
 /// The command line of this process (exits with usage on a bad one, 2).
-/// `--help` and `--version` print through [`write_stdout`], so a stdout that
+/// `--help` and `--version` print through [`output::print`], so a stdout that
 /// cannot take them fails (exit 1) as any command's output does.
 pub fn parse() -> Cli {
     match Cli::try_parse() {
@@ -451,12 +451,9 @@ pub fn parse() -> Cli {
             let styled = std::io::IsTerminal::is_terminal(&std::io::stdout())
                 && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
             let text = if styled { e.render().ansi().to_string() } else { e.render().to_string() };
-            std::process::exit(match write_stdout(text.as_bytes()) {
+            std::process::exit(match output::print(text.as_bytes()) {
                 Ok(()) => 0,
-                Err(e) => {
-                    say(format_args!("proem: error: cannot write the output to stdout: {e}"));
-                    i32::from(ExitStatus::Failed.code())
-                }
+                Err(status) => i32::from(status),
             })
         }
         Err(e) => e.exit(),
@@ -538,9 +535,8 @@ fn finish_status(done: Result<Output, CliError>) -> u8 {
             // A stdout that cannot take it all (a reader that stopped: a
             // broken pipe; a full disk) fails the command with its reason,
             // never a panic (`print!`'s).
-            if let Err(e) = write_stdout(text.as_bytes()) {
-                say(format_args!("proem: error: cannot write the output to stdout: {e}"));
-                return ExitStatus::Failed.code();
+            if let Err(status) = output::print(text.as_bytes()) {
+                return status;
             }
             match failure {
                 None => 0,

@@ -9,9 +9,8 @@
 //! round three, tenth session). What that start-up does that a command
 //! line needs, `main` does: standard streams that were closed are opened on
 //! /dev/null (so no file proem opens becomes its stdout), SIGPIPE is
-//! ignored (a closed pipe is an error on write), a panic exits with 101, a
-//! stack overflow prints one line and aborts, and stdout is flushed before
-//! the exit.
+//! ignored (a closed pipe is an error on write), a panic exits with 101,
+//! and a stack overflow prints one line and aborts.
 
 #![cfg_attr(all(target_os = "linux", not(test)), no_main)]
 
@@ -23,21 +22,18 @@ fn main() -> std::process::ExitCode {
 #[cfg(all(target_os = "linux", not(test)))]
 #[unsafe(no_mangle)]
 extern "C" fn main(_argc: std::ffi::c_int, _argv: *const *const std::ffi::c_char) -> std::ffi::c_int {
-    use std::io::Write;
     standard_streams_open();
     say_so_on_stack_overflow();
     // SAFETY: setting SIGPIPE's disposition to "ignore" before any thread
     // starts, as Rust's own start-up does.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
-    let status = match std::panic::catch_unwind(proem_cli::front) {
+    // Everything is printed unbuffered (`proem_cli::output`), so there is
+    // no stdout buffer left to flush at the end.
+    match std::panic::catch_unwind(proem_cli::front) {
         Ok(status) => std::ffi::c_int::from(status),
         // The panic hook has printed the message; 101 as Rust's start-up.
         Err(_) => 101,
-    };
-    if std::io::stdout().flush().is_err() && status == 0 {
-        return 1;
     }
-    status
 }
 
 /// The signal stack [`say_so_on_stack_overflow`]'s handler runs on (in

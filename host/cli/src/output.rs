@@ -26,6 +26,15 @@ pub fn write_stdout(bytes: &[u8]) -> io::Result<()> {
     write_all(Stream::Out, bytes)
 }
 
+/// A command's output on stdout; when it cannot be written, says why on
+/// stderr and gives the exit status of a command that failed (1).
+pub fn print(bytes: &[u8]) -> Result<(), u8> {
+    write_stdout(bytes).map_err(|e| {
+        say(format_args!("proem: error: cannot write the output to stdout: {e}"));
+        proem_core::error::ExitStatus::Failed.code()
+    })
+}
+
 /// Writes all of `bytes` to stderr; a failure is ignored.
 pub fn write_stderr(bytes: &[u8]) {
     let _ = write_all(Stream::Err, bytes);

@@ -462,12 +462,6 @@ impl Assembler {
         };
         let (sections, ahead) =
             self.collect_sections(ctx.as_ref(), &inputs, contributed, counter, &resolved, &mut run, read.plugin_memo)?;
-        // A plugin the host could not serve for want of descriptors or
-        // memory fails the build, as the host's own reads do: left out, it
-        // would make the prompt depend on the machine's load.
-        if let Some(d) = run.diagnostics.iter().find(|d| d.code == crate::plugin::call::EXHAUSTED_CODE) {
-            return Err(ProemError::Exhausted { path: "a plugin's call".into(), message: d.message.clone() });
-        }
         diagnostics.append(&mut run.diagnostics);
         let fitted = {
             let _s = tracing::info_span!("fit_budget", budget = resolved.budget_tokens).entered();

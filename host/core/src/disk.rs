@@ -5,6 +5,7 @@
 //! Location: `$PROEM_CACHE_DIR` (empty disables every disk cache), else
 //! `$XDG_CACHE_HOME/proem/components`, else `~/.cache/proem/components`.
 
+use rustix::io::Errno;
 use std::io::{ErrorKind, Read, Write};
 use std::path::{Path, PathBuf};
 
@@ -103,8 +104,6 @@ pub fn is_exhaustion(e: &std::io::Error) -> bool {
     let errno = Errno::from_io_error(e);
     EXHAUSTION.iter().any(|(refused, _)| errno == Some(*refused)) || e.kind() == std::io::ErrorKind::OutOfMemory
 }
-
-use rustix::io::Errno;
 
 /// The refusals [`is_exhaustion`] means, with how `std::io::Error` ends its
 /// text for each (` (os error N)`).

@@ -139,9 +139,8 @@ fn run(cli: Cli) -> Result<Output, CliError> {
                 // The line a supervisor waits for: when it cannot be
                 // written, nobody learns the port, so the service stops
                 // before it takes a request.
-                if let Err(e) = proem_cli::output::write_stdout(format!("listening on http://{addr}\n").as_bytes()) {
-                    proem_cli::output::say(format_args!("proem: error: cannot write the output to stdout: {e}"));
-                    std::process::exit(1);
+                if let Err(status) = proem_cli::output::print(format!("listening on http://{addr}\n").as_bytes()) {
+                    std::process::exit(i32::from(status));
                 }
             })
             .map_err(|e| ProemError::input("serve", e))?;

@@ -32,10 +32,16 @@ impl Sources {
         }
         entries.sort();
         entries.dedup();
-        // Grouped by the device of the folder holding the entry.
+        // Grouped by the device of the folder holding the entry (one stat a
+        // folder: sorted, a folder's entries are together).
         let mut groups: BTreeMap<u64, Vec<(PathBuf, PathBuf)>> = BTreeMap::new();
+        let mut last: Option<(PathBuf, u64)> = None;
         for (parent, name) in entries {
-            let device = std::fs::metadata(&parent).ok()?.dev();
+            let device = match &last {
+                Some((folder, device)) if *folder == parent => *device,
+                _ => std::fs::metadata(&parent).ok()?.dev(),
+            };
+            last = Some((parent.clone(), device));
             groups.entry(device).or_default().push((parent, name));
         }
         let mut snapshots = Vec::new();
@@ -65,15 +71,22 @@ impl Sources {
 /// follows at most 40 in one path).
 const MAX_LINKS: u32 = 40;
 
-/// Every `(folder, name)` entry on the way to `path`, from the top down,
-/// and, for each that is a symlink, the entries on the way to where it
-/// leads (a folder swapped above a link's target is a change as much as
-/// the link swapped). `None` when `path` cannot be made absolute.
+/// Every `(folder, name)` entry on the way to `path` (once, however many
+/// ways meet it) and, for each that is a symlink, the entries on the way
+/// to where it leads (a folder swapped above a link's target is a change
+/// as much as the link swapped). `None` when `path` cannot be made
+/// absolute.
 fn entries_on_the_way(path: &Path, entries: &mut Vec<(PathBuf, PathBuf)>, links_left: &mut u32) -> Option<()> {
     let path = absolute(path)?;
     for step in path.ancestors() {
         let (Some(parent), Some(name)) = (step.parent(), step.file_name()) else { continue };
-        entries.push((parent.to_path_buf(), PathBuf::from(name)));
+        let entry = (parent.to_path_buf(), PathBuf::from(name));
+        // Met on an earlier way (a file in the agent's folder shares the
+        // folder's): this step and every one above it are listed already.
+        if entries.contains(&entry) {
+            break;
+        }
+        entries.push(entry);
         if let Ok(target) = std::fs::read_link(step) {
             if *links_left == 0 {
                 continue;

@@ -117,9 +117,12 @@ pub fn state(sandbox: &Sandbox) -> Result<State, PluginError> {
     // The workspace is proem's own WASI filesystem (`workspace_fs.rs`),
     // not a wasmtime-wasi preopen.
     let workspace = if sandbox.grants.workspace_read {
-        Workspace::mount(&sandbox.agent_dir, sandbox.view).map_err(|e| match proem_core::disk::is_exhaustion(&e) {
-            true => PluginError::Exhausted(format!("cannot mount the agent folder read-only: {e}")),
-            false => PluginError::Host(format!("cannot mount the agent folder read-only: {e}")),
+        Workspace::mount(&sandbox.agent_dir, sandbox.view).map_err(|e| {
+            let why = format!("cannot mount the agent folder read-only: {e}");
+            match proem_core::disk::is_exhaustion(&e) {
+                true => PluginError::Exhausted(why),
+                false => PluginError::Host(why),
+            }
         })?
     } else {
         Workspace::none()

@@ -221,8 +221,8 @@ impl std::fmt::Display for PluginError {
 
 impl std::error::Error for PluginError {}
 
-/// The diagnostic code of [`PluginError::Exhausted`]: a build whose
-/// plugins report it fails instead (see `Assembler::build_fresh`).
+/// The diagnostic code of [`PluginError::Exhausted`]. A build never shows
+/// it: it fails instead (`BuildRun::fail` in `plugin/set.rs`).
 pub const EXHAUSTED_CODE: &str = "plugin_host_exhausted";
 
 /// The result of one call, with what the plugin logged and how long it took.

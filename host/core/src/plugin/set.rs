@@ -272,7 +272,11 @@ impl BuildRun {
         }
     }
 
-    /// Records a failed call; `Err` when the plugin is required.
+    /// Records a failed call; `Err` when the plugin is required, or when
+    /// the host could not serve the call for want of descriptors or memory
+    /// ([`PluginError::Exhausted`]): left out, the plugin would make the
+    /// prompt depend on the machine's load, so the build fails, as it does
+    /// on the host's own refused reads.
     fn fail(
         &mut self,
         plugin: &LoadedPlugin,
@@ -280,6 +284,12 @@ impl BuildRun {
         failure: &PluginError,
         what_happens: &str,
     ) -> Result<(), ProemError> {
+        if let PluginError::Exhausted(_) = failure {
+            return Err(ProemError::Exhausted {
+                path: format!("plugin {} ({hook})", plugin.id),
+                message: failure.describe(),
+            });
+        }
         let message = format!("plugin {} ({hook}) {}", plugin.id, failure.describe());
         if plugin.required {
             return Err(ProemError::Plugin { id: plugin.id.clone(), message: format!("{message}; it is required") });
