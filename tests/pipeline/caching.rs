@@ -555,6 +555,13 @@ proptest::proptest! {
                     proptest::prop_assert_eq!(&built.files, &expected.files, "step {}", i);
                     let text = printed.build(&turn).expect("the same turn builds with the report cut");
                     proptest::prop_assert_eq!(what_is_printed(&text), what_is_printed(&expected), "step {} (prompt only)", i);
+                    // And the rest of the report is not made (README: `set_prompt_only`).
+                    proptest::prop_assert!(
+                        text.stable_hash.is_empty() && text.sections.is_empty() && text.stable_inputs.is_empty()
+                            && text.files.is_empty() && !expected.sections.is_empty() && !expected.files.is_empty(),
+                        "step {}: the prompt-only report holds more than the prompt",
+                        i
+                    );
                 }
                 (Err(a), Err(b)) => proptest::prop_assert_eq!(a.to_string(), b.to_string()),
                 (a, b) => proptest::prop_assert!(false, "step {i}: {:?} vs {:?}", a.map(|b| b.prompt), b.map(|b| b.prompt)),
